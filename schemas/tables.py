@@ -1,0 +1,401 @@
+"""Every Delta table of xembed, in one place. Paths are relative to the lake root."""
+
+from __future__ import annotations
+
+from schemas._spec import TableSpec, col, req
+
+LOCALIZED = "array<struct<text:string,language:string,truncated:boolean>>"
+CLASSIFICATION = "array<struct<code:string,inventive:boolean,first:boolean>>"
+
+# --- bronze -----------------------------------------------------------------------------
+
+BRONZE_PUBLICATIONS = TableSpec(
+    "bronze/publications",
+    "One valid input publication, typed, language codes normalized; bad records are in quarantine.",
+    (
+        req("publication_number", "string", "as in the input, e.g. 'US-7650331-B1'"),
+        col("application_number", "string"),
+        col("country_code", "string"),
+        col("kind_code", "string"),
+        req("family_id", "string", "DOCDB simple family id"),
+        req("publication_date", "date"),
+        col("filing_date", "date", "null when the input says 0 (unknown)"),
+        col("priority_date", "date", "null when the input says 0 (unknown)"),
+        col("title_localized", LOCALIZED),
+        col("abstract_localized", LOCALIZED),
+        col("claims_localized", LOCALIZED),
+        col("description_localized", LOCALIZED),
+        col("ipc", CLASSIFICATION),
+        col("cpc", CLASSIFICATION),
+        req("source_format", "string", "google_patents | canonical"),
+        col("source_file", "string"),
+        req(
+            "record_hash",
+            "string",
+            "sha2-256 of the parsed content; equal ids with equal hashes are one record",
+        ),
+        req("ingested_at", "timestamp"),
+    ),
+    keys=("publication_number",),
+)
+
+BRONZE_CITATIONS = TableSpec(
+    "bronze/citations",
+    "One citation of a valid publication; cited documents outside the corpus are kept, unresolved.",
+    (
+        req("citing", "string", "publication_number of the citing patent"),
+        req("citation_index", "int", "position in the citing record's citation list"),
+        col("cited", "string", "cited publication_number; null for non-patent literature"),
+        col("cited_application", "string"),
+        col("npl_text", "string"),
+        col(
+            "category", "string", "relevance letters, upper case, sorted, e.g. 'XY'; null when none"
+        ),
+        col(
+            "source", "string", "search-report source code: SEA, ISR, SUP, CH2, APP, EXA, OPP, ..."
+        ),
+        req("is_x", "boolean", "letters include X"),
+        req("is_y", "boolean"),
+        req("is_a", "boolean"),
+        req("resolved", "boolean", "cited publication is in bronze/publications"),
+        col("cited_family_id", "string", "family of the cited publication when resolved"),
+    ),
+    keys=("citing", "citation_index"),
+)
+
+QUARANTINE = TableSpec(
+    "quarantine",
+    "Every rejected input record with the stage and reason; nothing is dropped silently.",
+    (
+        req("stage", "string", "job that rejected the record: ingest, curate, ..."),
+        req("reason", "string", "machine-readable reason, e.g. invalid_date:filing_date"),
+        col("record_id", "string", "publication_number when one could be read"),
+        req("record", "string", "the raw record (JSON line or row as JSON)"),
+        col("source_file", "string"),
+        req("ingested_at", "timestamp"),
+    ),
+    partition_by=("stage",),
+)
+
+# --- silver -----------------------------------------------------------------------------
+
+SILVER_PATENTS = TableSpec(
+    "silver/patents",
+    "One patent publication with normalized dates, IPC section and languages.",
+    (
+        req("publication_number", "string"),
+        req("family_id", "string"),
+        col("application_number", "string"),
+        col("country_code", "string"),
+        col("kind_code", "string"),
+        col("filing_date", "date"),
+        req("publication_date", "date"),
+        col("priority_date", "date"),
+        col("ipc_section", "string", "section letter A-H of the first IPC code"),
+        col("ipc_codes", "array<string>"),
+        col("cpc_codes", "array<string>"),
+        req("languages", "array<string>", "languages with at least one text view, sorted"),
+        col("primary_lang", "string", "language of the claims (else abstract): the query language"),
+    ),
+    keys=("publication_number",),
+)
+
+SILVER_FAMILIES = TableSpec(
+    "silver/families",
+    "One DOCDB simple family with its members and languages.",
+    (
+        req("family_id", "string"),
+        req("members", "array<string>", "publication numbers, sorted"),
+        col("countries", "array<string>"),
+        col("languages", "array<string>"),
+        req("n_members", "int"),
+        col("earliest_filing_date", "date"),
+        col("earliest_publication_date", "date"),
+    ),
+    keys=("family_id",),
+)
+
+VIEWS = ("ABS", "CLAIM", "DESC", "TAC", "FIC")
+
+SILVER_VIEWS = TableSpec(
+    "silver/views",
+    "One text view (ABS, CLAIM, DESC, TAC, FIC) of a patent in one language.",
+    (
+        req("publication_number", "string"),
+        req("family_id", "string"),
+        req("lang", "string"),
+        req("view", "string", "ABS | CLAIM | DESC | TAC | FIC (first independent claim)"),
+        req("text", "string"),
+        req("n_chars", "int"),
+    ),
+    keys=("publication_number", "lang", "view"),
+    partition_by=("view",),
+)
+
+SILVER_CLAIMS = TableSpec(
+    "silver/claims",
+    "One numbered claim with its dependencies: the claim dependency graph.",
+    (
+        req("publication_number", "string"),
+        req("family_id", "string"),
+        req("lang", "string"),
+        req("claim_number", "int"),
+        req("text", "string"),
+        req("independent", "boolean"),
+        req(
+            "depends_on", "array<int>", "claim numbers this claim refers to (edge claim -> parent)"
+        ),
+    ),
+    keys=("publication_number", "lang", "claim_number"),
+)
+
+SILVER_EVAL_QUERIES = TableSpec(
+    "silver/eval_queries",
+    "Evaluation query patents: filed on/after the cutoff with >= 1 X citation resolved in the corpus.",
+    (
+        req("publication_number", "string"),
+        req("family_id", "string"),
+        req("lang", "string", "query language = the patent's primary language"),
+        col("ipc_section", "string"),
+        req("filing_date", "date"),
+        req("x_cited", "array<string>", "resolved X citations outside the query's own family"),
+        req("n_x_cited", "int"),
+    ),
+    keys=("publication_number",),
+)
+
+SILVER_EXCLUDED_FAMILIES = TableSpec(
+    "silver/excluded_families",
+    "Families of evaluation queries: no member may reach any training table.",
+    (
+        req("family_id", "string"),
+        req("query_publication_numbers", "array<string>"),
+    ),
+    keys=("family_id",),
+)
+
+# --- gold (training data) ---------------------------------------------------------------
+
+GOLD_STAGE1_PAIRS = TableSpec(
+    "gold/stage1_pairs",
+    "Stage I weakly supervised pairs; texts stay in silver/views.",
+    (
+        req("pair_type", "string", "ABS-CLAIM | CLAIM-DESC | ABS-ABS | CLAIM-CLAIM | ABS-FIC"),
+        req("anchor_id", "string"),
+        req("anchor_lang", "string"),
+        req("anchor_view", "string"),
+        req("positive_id", "string"),
+        req("positive_lang", "string"),
+        req("positive_view", "string"),
+        req("family_id", "string"),
+    ),
+    keys=("pair_type", "anchor_id", "anchor_lang", "positive_id", "positive_lang"),
+    partition_by=("pair_type",),
+)
+
+GOLD_STAGE1_STATS = TableSpec(
+    "gold/stage1_stats",
+    "Stage I pair counts per pair type and language pair.",
+    (
+        req("pair_type", "string"),
+        req("anchor_lang", "string"),
+        req("positive_lang", "string"),
+        req("n_pairs", "bigint"),
+    ),
+    keys=("pair_type", "anchor_lang", "positive_lang"),
+)
+
+GOLD_STAGE2_CANDIDATES = TableSpec(
+    "gold/stage2_candidates",
+    "Retrieval candidates per training query view (BM25 union dense), before filtering.",
+    (
+        req("query_id", "string"),
+        req("query_view", "string"),
+        req("query_lang", "string"),
+        req("cand_id", "string"),
+        col("dense_score", "float"),
+        col("bm25_rank", "int"),
+        col("bm25_score", "float"),
+        req(
+            "n_available", "int", "candidates available for this query view (2,000 unless flagged)"
+        ),
+    ),
+    keys=("query_id", "query_view", "cand_id"),
+    partition_by=("query_view",),
+)
+
+_EXAMPLE_COLUMNS = (
+    req("query_id", "string"),
+    req("query_view", "string"),
+    req("query_lang", "string"),
+    req("query_family_id", "string"),
+    req("positive_id", "string"),
+    req("positive_lang", "string"),
+    req("negative_ids", "array<string>", "exactly 8"),
+    req("negative_origin", "array<string>", "stratum HH..LL (dense, BM25) or A for an A citation"),
+)
+
+GOLD_STAGE2_EXAMPLES = TableSpec(
+    "gold/stage2_examples",
+    "Stage II training examples: (query view, one X positive, 8 negatives).",
+    _EXAMPLE_COLUMNS,
+    keys=("query_id", "query_view", "positive_id"),
+)
+
+GOLD_STAGE2_VALIDATION = TableSpec(
+    "gold/stage2_validation",
+    "Stage II validation examples, disjoint in query families from gold/stage2_examples.",
+    _EXAMPLE_COLUMNS,
+    keys=("query_id", "query_view", "positive_id"),
+)
+
+GOLD_STAGE2_DROPPED = TableSpec(
+    "gold/stage2_dropped",
+    "Query views or examples dropped while building Stage II, with the reason.",
+    (
+        req("query_id", "string"),
+        req("query_view", "string"),
+        req("reason", "string"),
+        req("count", "bigint"),
+    ),
+)
+
+# --- evaluation, models, data quality, run log ----------------------------------------
+
+EVAL_RUNS = TableSpec(
+    "eval/runs",
+    "One evaluation run of one model.",
+    (
+        req("run_id", "string"),
+        req("name", "string"),
+        col("model_path", "string"),
+        col("dims", "array<int>"),
+        col("data_versions", "map<string,bigint>"),
+        req("created_at", "timestamp"),
+    ),
+    keys=("run_id",),
+)
+
+EVAL_PER_QUERY = TableSpec(
+    "eval/per_query",
+    "Per query result of an evaluation run.",
+    (
+        req("run_id", "string"),
+        req("query_id", "string"),
+        req("lang", "string"),
+        req("view", "string"),
+        req("dim", "int"),
+        col("ipc_section", "string"),
+        col("first_x_rank", "int", "rank of the first X reference; null when not retrieved"),
+        req("n_x", "int"),
+    ),
+    keys=("run_id", "query_id", "view", "dim"),
+)
+
+EVAL_METRICS = TableSpec(
+    "eval/metrics",
+    "Metric values per run, language, view and IPC section (letter or MACRO).",
+    (
+        req("run_id", "string"),
+        req("name", "string"),
+        req("lang", "string", "language code, or ALL"),
+        req("view", "string", "view, or ALL"),
+        req("dim", "int"),
+        req("ipc_section", "string", "A-H, MACRO (mean over sections) or ALL"),
+        req("metric", "string"),
+        col("k", "int"),
+        req("value", "double"),
+        req("n_queries", "int"),
+    ),
+)
+
+MODELS_REGISTRY = TableSpec(
+    "models/registry",
+    "One finished training run.",
+    (
+        req("model_id", "string"),
+        req("stage", "string"),
+        req("base_model", "string"),
+        col("parent_model", "string"),
+        req("config_json", "string"),
+        col("data_manifest_hash", "string"),
+        col("data_versions", "map<string,bigint>"),
+        col("best_val_loss", "double"),
+        col("steps", "bigint"),
+        req("output_path", "string"),
+        req("created_at", "timestamp"),
+    ),
+    keys=("model_id",),
+)
+
+DQ_RESULTS = TableSpec(
+    "dq/results",
+    "One Great Expectations expectation result per validated table and run.",
+    (
+        req("run_id", "string"),
+        req("table_name", "string"),
+        col("table_version", "bigint"),
+        req("suite", "string"),
+        req("expectation_type", "string"),
+        col("column", "string"),
+        col("kwargs_json", "string"),
+        req("success", "boolean"),
+        req("critical", "boolean"),
+        col("unexpected_count", "bigint"),
+        col("observed", "string"),
+        req("validated_at", "timestamp"),
+    ),
+    partition_by=("table_name",),
+)
+
+META_JOB_RUNS = TableSpec(
+    "meta/job_runs",
+    "One row per job run: arguments, Delta versions read and written, step counters.",
+    (
+        req("run_id", "string"),
+        req("job", "string"),
+        req("status", "string", "succeeded | failed"),
+        col("args_json", "string"),
+        col("inputs", "map<string,bigint>", "table -> Delta version read"),
+        col("outputs", "map<string,bigint>", "table -> Delta version written"),
+        col("metrics", "map<string,bigint>", "total / kept / dropped_<reason> counters"),
+        col("error", "string"),
+        req("started_at", "timestamp"),
+        req("finished_at", "timestamp"),
+    ),
+)
+
+TABLES: dict[str, TableSpec] = {
+    t.name: t
+    for t in (
+        BRONZE_PUBLICATIONS,
+        BRONZE_CITATIONS,
+        QUARANTINE,
+        SILVER_PATENTS,
+        SILVER_FAMILIES,
+        SILVER_VIEWS,
+        SILVER_CLAIMS,
+        SILVER_EVAL_QUERIES,
+        SILVER_EXCLUDED_FAMILIES,
+        GOLD_STAGE1_PAIRS,
+        GOLD_STAGE1_STATS,
+        GOLD_STAGE2_CANDIDATES,
+        GOLD_STAGE2_EXAMPLES,
+        GOLD_STAGE2_VALIDATION,
+        GOLD_STAGE2_DROPPED,
+        EVAL_RUNS,
+        EVAL_PER_QUERY,
+        EVAL_METRICS,
+        MODELS_REGISTRY,
+        DQ_RESULTS,
+        META_JOB_RUNS,
+    )
+}
+
+
+def table(name: str) -> TableSpec:
+    """The contract of table ``name`` (a path under the lake root)."""
+    try:
+        return TABLES[name]
+    except KeyError:
+        raise KeyError(f"unknown table {name!r}; known: {', '.join(sorted(TABLES))}") from None

@@ -1,0 +1,89 @@
+"""The one Spark session factory and the command-line flags every job shares."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from pyspark import SparkConf
+from pyspark.sql import SparkSession
+
+DEFAULT_LAKE = "./lake"
+
+_DELTA_CONF = {
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+}
+# Defaults for every run unless spark-submit --conf / spark-defaults.conf say otherwise.
+_DEFAULTS = {
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.adaptive.enabled": "true",
+    "spark.databricks.delta.schema.autoMerge.enabled": "false",
+}
+# Extra defaults for local[*] runs on a laptop or CI machine.
+_LOCAL_DEFAULTS = {
+    "spark.sql.shuffle.partitions": "8",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.ui.enabled": "false",
+    "spark.driver.memory": "4g",
+    # Delta replays its log with this many tasks; 50 (the default) swamps a laptop.
+    "spark.databricks.delta.snapshotPartitions": "2",
+}
+
+
+def build_session(
+    app_name: str, master: str | None = None, conf: dict | None = None
+) -> SparkSession:
+    """A SparkSession with Delta Lake enabled.
+
+    The master comes from, in order: ``master``, spark-submit (``--master``), ``$XEMBED_SPARK_MASTER``,
+    else ``local[*]``. The Delta jars must be on the classpath: ``make setup`` puts them into
+    pyspark's jars; on a cluster pass ``--packages`` (see README).
+    """
+    existing = SparkConf()  # under spark-submit this holds its --master and --conf values
+    builder = SparkSession.builder.appName(app_name)
+    chosen = master or existing.get("spark.master", None) or os.environ.get("XEMBED_SPARK_MASTER")
+    chosen = chosen or "local[*]"
+    builder = builder.master(chosen)
+    if chosen.startswith("local"):
+        # Python workers must use this interpreter (the venv), not whatever python3 is on PATH.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    defaults = {**_DEFAULTS, **(_LOCAL_DEFAULTS if chosen.startswith("local") else {})}
+    for key, value in defaults.items():
+        if existing.get(key, None) is None:
+            builder = builder.config(key, value)
+    for key, value in {**_DELTA_CONF, **(conf or {})}.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(os.environ.get("XEMBED_SPARK_LOG_LEVEL", "WARN"))
+    _check_delta(spark)
+    return spark
+
+
+def _check_delta(spark: SparkSession) -> None:
+    jvm = spark.sparkContext._jvm
+    try:
+        jvm.java.lang.Class.forName("io.delta.tables.DeltaTable")
+    except Exception as exc:  # py4j wraps ClassNotFoundException
+        from spark_jobs.lib.delta_jars import maven_coordinates
+
+        raise RuntimeError(
+            "delta-spark jars are not on Spark's classpath. Run `make setup` for local runs, "
+            f"or pass --packages {maven_coordinates()} to spark-submit on a cluster."
+        ) from exc
+
+
+def job_arguments(description: str) -> argparse.ArgumentParser:
+    """An argument parser with the flags every job shares (kebab-case)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument(
+        "--lake",
+        default=DEFAULT_LAKE,
+        help="lake root: a local path or any Spark URI (s3a://, hdfs://, ...)",
+    )
+    parser.add_argument(
+        "--master", default=None, help="Spark master; default: spark-submit's, else local[*]"
+    )
+    parser.add_argument("--run-id", default=None, help="run id recorded in meta/job_runs")
+    return parser
