@@ -1,0 +1,76 @@
+"""Spark-parallel generation of the sample corpus (Google Patents JSONL.gz export)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+from pyspark.sql import SparkSession
+
+from spark_jobs.lib import fs
+from spark_jobs.lib.sample import plan as P
+from spark_jobs.lib.sample import records as R
+
+
+def expected_quarantine(kinds: Counter) -> dict[str, int]:
+    """Quarantine rows (by reason prefix) that ingest must produce for these corruptions."""
+    out: Counter = Counter()
+    for kind, (reason, lines) in R.CORRUPTIONS.items():
+        out[reason] += kinds.get(kind, 0) * lines
+    return dict(out)
+
+
+def generate(
+    spark: SparkSession,
+    out: str,
+    n_patents: int,
+    seed: int,
+    bad_share: float,
+    partitions: int | None = None,
+) -> dict:
+    """Write the corpus under ``out`` and return its manifest (also written to _manifest.json)."""
+    plan = P.build_plan(seed, n_patents)
+    sc = spark.sparkContext
+    shared = sc.broadcast(plan)
+    n_parts = partitions or max(2, min(256, n_patents // 20_000 + 1))
+    families = sc.parallelize(range(plan.n_families), n_parts)
+
+    def lines(partition):
+        p = shared.value
+        for family in partition:
+            for line in R.family_lines(p, family, bad_share):
+                yield (line,)
+
+    def kinds(partition):
+        p = shared.value
+        for family in partition:
+            yield from R.family_corruptions(p, family, bad_share)
+
+    frame = spark.createDataFrame(families.mapPartitions(lines), "value string")
+    frame.write.mode("overwrite").option("compression", "gzip").text(out)
+    parts = [n for n in fs.list_names(spark, out) if n.startswith("part-")]
+    for i, name in enumerate(parts):
+        fs.rename(
+            spark, f"{out}/{name}", f"{out}/publications-{i:05d}-of-{len(parts):05d}.jsonl.gz"
+        )
+
+    corruption_counts = Counter(families.mapPartitions(kinds).countByValue())
+    clean = corruption_counts.pop("clean", 0)
+    manifest = {
+        "format": "google_patents",
+        "seed": seed,
+        "patents": n_patents,
+        "families": plan.n_families,
+        "clusters": plan.n_clusters,
+        "bad_share": bad_share,
+        "clean_records": clean,
+        "corruptions": dict(sorted(corruption_counts.items())),
+        "expected_quarantine": expected_quarantine(corruption_counts),
+        "lines": n_patents
+        + corruption_counts.get("duplicate_conflict", 0)
+        + corruption_counts.get(R.EXACT_DUPLICATE, 0),
+        "files": len(parts),
+    }
+    fs.write_text(spark, f"{out}/_manifest.json", json.dumps(manifest, indent=2, sort_keys=True))
+    shared.unpersist()
+    return manifest
