@@ -1,0 +1,63 @@
+"""Curate bronze into silver: patents, families, views (ABS, CLAIM, DESC, TAC, FIC), claims.
+
+spark-submit spark_jobs/curate.py --lake ./lake
+"""
+
+from __future__ import annotations
+
+import sys
+from datetime import UTC, datetime
+
+from pyspark import StorageLevel
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from spark_jobs.lib import curate as C
+from spark_jobs.lib.lake import JobRun
+from spark_jobs.lib.session import build_session, job_arguments
+
+
+def run(
+    spark: SparkSession, lake: str, run_id: str | None = None, args: dict | None = None
+) -> dict[str, int]:
+    now = datetime.now(UTC)
+    with JobRun(spark, lake, "curate", args, run_id) as job:
+        publications = job.read("bronze/publications")
+        texts = C.with_parsed_claims(C.best_texts(publications)).persist(
+            StorageLevel.MEMORY_AND_DISK
+        )
+
+        job.write(C.views(texts), "silver/views")
+        view_rows = job.read("silver/views")
+        job.write(C.claims(texts), "silver/claims")
+        job.write(C.patents(publications, view_rows), "silver/patents")
+        patent_rows = job.read("silver/patents")
+        job.write(C.families(patent_rows), "silver/families")
+        job.write_quarantine(C.without_views(publications, view_rows, now))
+        texts.unpersist()
+
+        job.count("publications_in", publications.count())
+        job.count("patents_out", patent_rows.count())
+        job.count(
+            "quarantined_no_text_after_cleaning",
+            job.read("quarantine").where(F.col("stage") == "curate").count(),
+        )
+        for row in view_rows.groupBy("view", "lang").count().collect():
+            job.count(f"views_{row['view']}_{row['lang']}", row["count"])
+        job.count("claims", job.read("silver/claims").count())
+        if job.metrics["publications_in"] != (
+            job.metrics["patents_out"] + job.metrics["quarantined_no_text_after_cleaning"]
+        ):
+            raise RuntimeError(f"curate lost publications: {job.metrics}")
+        return job.metrics
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = job_arguments(__doc__.splitlines()[0]).parse_args(argv)
+    spark = build_session("xembed-curate", args.master)
+    run(spark, args.lake, args.run_id, vars(args))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

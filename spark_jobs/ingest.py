@@ -1,0 +1,134 @@
+"""Ingest a raw export into bronze/publications, bronze/citations and quarantine.
+
+spark-submit spark_jobs/ingest.py --lake ./lake --input data/sample --format google_patents
+"""
+
+from __future__ import annotations
+
+import sys
+from datetime import UTC, datetime
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from spark_jobs.lib import ingest as I
+from spark_jobs.lib.lake import JobRun
+from spark_jobs.lib.session import build_session, job_arguments
+
+FORMATS = ("google_patents", "canonical")
+
+
+def run(
+    spark: SparkSession,
+    lake: str,
+    input_path: str,
+    fmt: str,
+    run_id: str | None = None,
+    args: dict | None = None,
+) -> dict[str, int]:
+    """Ingest ``input_path``; returns the run's counters."""
+    if fmt not in FORMATS:
+        raise ValueError(f"--format must be one of {FORMATS}, got {fmt!r}")
+    ingested_at = datetime.now(UTC)
+    with JobRun(spark, lake, "ingest", args or {"input": input_path, "format": fmt}, run_id) as job:
+        canonical_cites = None
+        if fmt == "google_patents":
+            records = I.parse_google_patents(I.read_lines(spark, input_path))
+        else:
+            records, canonical_cites = I.read_canonical(spark, input_path)
+
+        validated = I.with_validation(records).persist(StorageLevel.MEMORY_AND_DISK)
+        checked = I.split_duplicates(validated.where(F.col("reason").isNull()))
+        keep = checked.where(F.col("duplicate").isNull())
+        conflicts = (
+            checked.where(F.col("duplicate") == "conflict")
+            .withColumn("reason", F.lit("duplicate_id_conflict"))
+            .drop("duplicate")
+        )
+        rejected = validated.where(F.col("reason").isNotNull()).unionByName(conflicts)
+
+        job.write(I.to_bronze_publications(keep, fmt, ingested_at), "bronze/publications")
+        publications = job.read("bronze/publications")
+
+        quarantine = I.to_quarantine(rejected, ingested_at)
+        if canonical_cites is not None:
+            cites, orphans = _canonical_citations(canonical_cites, publications, ingested_at)
+            quarantine = quarantine.unionByName(orphans)
+        else:
+            cites = I.explode_citations(keep)
+        job.write_quarantine(quarantine)
+        job.write(I.resolve_citations(cites, publications), "bronze/citations")
+
+        _count(job, validated, checked, publications)
+        validated.unpersist()
+        return job.metrics
+
+
+def _canonical_citations(raw: DataFrame, publications: DataFrame, ingested_at):
+    """Split canonical citation rows into those of ingested patents and orphans (quarantined)."""
+    ids = publications.select(F.col("publication_number").alias("_citing_id"))
+    keyed = raw.join(ids, F.trim(raw.citing) == ids._citing_id, "left")
+    bad = F.when(F.col("_corrupt_record").isNotNull(), F.lit("unparseable_json")).when(
+        F.col("_citing_id").isNull(), F.lit("citation_of_unknown_patent")
+    )
+    keyed = keyed.withColumn("reason", bad)
+    orphans = keyed.where(F.col("reason").isNotNull()).select(
+        "reason",
+        F.trim("citing").alias("record_id"),
+        F.coalesce(
+            "_corrupt_record",
+            F.to_json(F.struct("citing", "cited", "category", "source", "npl_text")),
+        ).alias("record"),
+        "source_file",
+        F.lit(ingested_at).cast("timestamp").alias("ingested_at"),
+        F.lit(None).cast("string").alias("stage"),
+    )
+    return I.canonical_citations(keyed.where(F.col("reason").isNull())), orphans
+
+
+def _count(job: JobRun, validated: DataFrame, checked: DataFrame, publications: DataFrame) -> None:
+    """Counters, and the invariant that every input record is accounted for."""
+    total = validated.count()
+    exact = checked.where(F.col("duplicate") == "exact").count()
+    kept = publications.count()
+    quarantine = job.read("quarantine").where(F.col("stage") == "ingest")
+    by_reason = {r["reason"].split(":")[0]: 0 for r in []}
+    for row in quarantine.groupBy(F.split("reason", ":")[0].alias("reason")).count().collect():
+        by_reason[row["reason"]] = row["count"]
+    quarantined_records = sum(n for r, n in by_reason.items() if r != "citation_of_unknown_patent")
+    job.count("records_total", total)
+    job.count("records_kept", kept)
+    job.count("dropped_exact_duplicate", exact)
+    for reason, n in by_reason.items():
+        job.count(f"quarantined_{reason}", n)
+    citations = job.read("bronze/citations")
+    stats = citations.agg(
+        F.count("*").alias("n"),
+        F.sum(F.col("resolved").cast("int")).alias("r"),
+        F.sum(F.col("is_x").cast("int")).alias("x"),
+        F.sum((F.col("is_x") & F.col("resolved")).cast("int")).alias("xr"),
+    ).first()
+    job.count("citations_total", stats["n"])
+    job.count("citations_resolved", stats["r"] or 0)
+    job.count("citations_x", stats["x"] or 0)
+    job.count("citations_x_resolved", stats["xr"] or 0)
+    if total != kept + exact + quarantined_records:
+        raise RuntimeError(
+            f"ingest lost records: {total} read, {kept} kept + {exact} exact duplicates + "
+            f"{quarantined_records} quarantined = {kept + exact + quarantined_records}"
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = job_arguments(__doc__.splitlines()[0])
+    parser.add_argument("--input", required=True, help="export folder or file (any Spark URI)")
+    parser.add_argument("--format", choices=FORMATS, default="google_patents")
+    args = parser.parse_args(argv)
+    spark = build_session("xembed-ingest", args.master)
+    run(spark, args.lake, args.input, args.format, args.run_id, vars(args))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

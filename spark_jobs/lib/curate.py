@@ -1,0 +1,198 @@
+"""Curate steps: bronze/publications -> silver patents, families, views and the claim graph."""
+
+from __future__ import annotations
+
+import pandas as pd
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from schemas import parse_type
+from spark_jobs.lib.claims import split_claims
+
+TEXT_FIELDS = {
+    "title": "title_localized",
+    "abstract": "abstract_localized",
+    "claims": "claims_localized",
+    "description": "description_localized",
+}
+IPC_SECTIONS = tuple("ABCDEFGH")
+CLAIMS_TYPE = (
+    "array<struct<claim_number:int,text:string,independent:boolean,depends_on:array<int>>>"
+)
+
+
+def clean_text(c: Column) -> Column:
+    """Drop markup tags, collapse blanks within lines and blank lines, trim."""
+    no_tags = F.regexp_replace(c, r"<[^>]{1,200}>", " ")
+    spaces = F.regexp_replace(no_tags, r"[ \t\r\f\u00a0\u3000]+", " ")
+    return F.trim(F.regexp_replace(spaces, r"\s*\n\s*", "\n"))
+
+
+def best_texts(publications: DataFrame) -> DataFrame:
+    """One row per (patent, language) with its title, abstract, claims and description.
+
+    Several entries of one field and language (e.g. a truncated and a full copy) resolve to
+    the complete, longest one; ties go to the earlier entry.
+    """
+    parts = [
+        publications.select(
+            "publication_number",
+            "family_id",
+            F.lit(field).alias("field"),
+            F.posexplode(F.col(column)).alias("pos", "e"),
+        )
+        for field, column in TEXT_FIELDS.items()
+    ]
+    entries = parts[0]
+    for p in parts[1:]:
+        entries = entries.unionByName(p)
+    entries = entries.select(
+        "publication_number",
+        "family_id",
+        "field",
+        "pos",
+        F.col("e.language").alias("lang"),
+        clean_text(F.col("e.text")).alias("text"),
+        F.col("e.truncated").alias("truncated"),
+    ).where(F.length("text") > 0)
+    best = Window.partitionBy("publication_number", "field", "lang").orderBy(
+        F.col("truncated").asc(), F.length("text").desc(), F.col("pos").asc()
+    )
+    ranked = entries.withColumn("_rank", F.row_number().over(best)).where(F.col("_rank") == 1)
+    return (
+        ranked.groupBy("publication_number", "family_id", "lang")
+        .pivot("field", list(TEXT_FIELDS))
+        .agg(F.first("text"))
+    )
+
+
+@F.pandas_udf(parse_type(CLAIMS_TYPE))
+def parse_claims(texts: pd.Series, langs: pd.Series) -> pd.Series:
+    """Arrow UDF around :func:`split_claims`."""
+    out = []
+    for text, lang in zip(texts, langs, strict=True):
+        claims = split_claims(text, lang) if isinstance(text, str) else []
+        out.append(
+            [
+                {
+                    "claim_number": c.number,
+                    "text": c.text,
+                    "independent": c.independent,
+                    "depends_on": list(c.depends_on),
+                }
+                for c in claims
+            ]
+        )
+    return pd.Series(out)
+
+
+def with_parsed_claims(texts: DataFrame) -> DataFrame:
+    return texts.withColumn("parsed_claims", parse_claims(F.col("claims"), F.col("lang")))
+
+
+def views(texts: DataFrame) -> DataFrame:
+    """silver/views rows: ABS, CLAIM, DESC, TAC (title+abstract+claims) and FIC."""
+    fic = F.try_element_at(F.filter("parsed_claims", lambda c: c.independent), F.lit(1)).text
+    tac = F.when(
+        F.col("abstract").isNotNull() | F.col("claims").isNotNull(),
+        F.concat_ws("\n", "title", "abstract", "claims"),
+    )
+    candidates = F.array(
+        F.struct(F.lit("ABS").alias("view"), F.col("abstract").alias("text")),
+        F.struct(F.lit("CLAIM").alias("view"), F.col("claims").alias("text")),
+        F.struct(F.lit("DESC").alias("view"), F.col("description").alias("text")),
+        F.struct(F.lit("TAC").alias("view"), tac.alias("text")),
+        F.struct(F.lit("FIC").alias("view"), fic.alias("text")),
+    )
+    exploded = texts.select(
+        "publication_number", "family_id", "lang", F.explode(candidates).alias("v")
+    )
+    return exploded.select(
+        "publication_number",
+        "family_id",
+        "lang",
+        F.col("v.view").alias("view"),
+        F.col("v.text").alias("text"),
+        F.length("v.text").alias("n_chars"),
+    ).where(F.col("text").isNotNull() & (F.length("text") > 0))
+
+
+def claims(texts: DataFrame) -> DataFrame:
+    """silver/claims rows: the claim dependency graph."""
+    exploded = texts.select(
+        "publication_number", "family_id", "lang", F.explode("parsed_claims").alias("c")
+    )
+    return exploded.select(
+        "publication_number",
+        "family_id",
+        "lang",
+        F.col("c.claim_number").alias("claim_number"),
+        F.col("c.text").alias("text"),
+        F.col("c.independent").alias("independent"),
+        F.col("c.depends_on").alias("depends_on"),
+    )
+
+
+def ipc_section(ipc: Column) -> Column:
+    """Section letter (A-H) of the main IPC code: the one flagged first, else the first listed."""
+    flagged = F.filter(ipc, lambda e: F.coalesce(e["first"], F.lit(False)))
+    main = F.coalesce(F.try_element_at(flagged, F.lit(1)), F.try_element_at(ipc, F.lit(1)))
+    letter = F.upper(F.substring(F.trim(main.code), 1, 1))
+    return F.when(letter.isin(*IPC_SECTIONS), letter)
+
+
+def primary_language(publications: DataFrame) -> Column:
+    """Language of the claims (else abstract, description, title): the original language."""
+    firsts = [
+        F.try_element_at(F.col(TEXT_FIELDS[f]), F.lit(1)).language
+        for f in ("claims", "abstract", "description", "title")
+    ]
+    return F.coalesce(*firsts)
+
+
+def patents(publications: DataFrame, view_rows: DataFrame) -> DataFrame:
+    """silver/patents: publications that have at least one view."""
+    langs = view_rows.groupBy("publication_number").agg(
+        F.array_sort(F.collect_set("lang")).alias("languages")
+    )
+    return publications.join(langs, "publication_number", "inner").select(
+        "publication_number",
+        "family_id",
+        "application_number",
+        "country_code",
+        "kind_code",
+        "filing_date",
+        "publication_date",
+        "priority_date",
+        ipc_section(F.col("ipc")).alias("ipc_section"),
+        F.transform("ipc", lambda e: e.code).alias("ipc_codes"),
+        F.transform("cpc", lambda e: e.code).alias("cpc_codes"),
+        "languages",
+        primary_language(publications).alias("primary_lang"),
+    )
+
+
+def families(patent_rows: DataFrame) -> DataFrame:
+    """silver/families from silver/patents."""
+    return patent_rows.groupBy("family_id").agg(
+        F.array_sort(F.collect_list("publication_number")).alias("members"),
+        F.array_sort(F.collect_set("country_code")).alias("countries"),
+        F.array_sort(F.array_distinct(F.flatten(F.collect_list("languages")))).alias("languages"),
+        F.count("*").cast("int").alias("n_members"),
+        F.min("filing_date").alias("earliest_filing_date"),
+        F.min("publication_date").alias("earliest_publication_date"),
+    )
+
+
+def without_views(publications: DataFrame, view_rows: DataFrame, ingested_at) -> DataFrame:
+    """Quarantine rows for publications left with no view after cleaning."""
+    have = view_rows.select("publication_number").distinct()
+    lost = publications.join(have, "publication_number", "left_anti")
+    return lost.select(
+        F.lit("no_text_after_cleaning").alias("reason"),
+        F.col("publication_number").alias("record_id"),
+        F.to_json(F.struct(*publications.columns)).alias("record"),
+        "source_file",
+        F.lit(ingested_at).cast("timestamp").alias("ingested_at"),
+        F.lit(None).cast("string").alias("stage"),
+    )

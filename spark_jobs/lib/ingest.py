@@ -1,0 +1,425 @@
+"""Ingest steps: raw export -> typed records -> bronze/publications, bronze/citations, quarantine.
+
+Each step is a DataFrame -> DataFrame function. A record either becomes one bronze row or one
+quarantine row with a reason; exact duplicate lines collapse into one row (counted).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+from schemas.inputs import (
+    CANONICAL_CITATION_FIELDS,
+    CANONICAL_PATENT_FIELDS,
+    CORRUPT_RECORD,
+    GOOGLE_PATENTS_FIELDS,
+    canonical_ddl,
+    google_patents_ddl,
+)
+from spark_jobs.lib.languages import normalize_language
+
+LOCALIZED_FIELDS = (
+    "title_localized",
+    "abstract_localized",
+    "claims_localized",
+    "description_localized",
+)
+VIEW_TEXT_FIELDS = ("abstract_localized", "claims_localized", "description_localized")
+RECORD_FIELDS = tuple(name for name, _ in GOOGLE_PATENTS_FIELDS)
+# Search-report source codes; the other field of the type/category pair holds the letters.
+CITATION_SOURCES = (
+    "SEA",
+    "ISR",
+    "SUP",
+    "CH2",
+    "APP",
+    "EXA",
+    "OPP",
+    "FOP",
+    "TPO",
+    "PRS",
+    "ISA",
+    "IPE",
+    "EXT",
+    "SER",
+    "CIT",
+    "115",
+    "116",
+)
+RELEVANCE_LETTERS = "XYADEPLOT1"
+MIN_YEAR, MAX_YEAR = 1790, 2100
+
+
+def _blank(c: Column) -> Column:
+    return c.isNull() | (F.trim(c) == "")
+
+
+# --- reading ------------------------------------------------------------------------------
+
+
+def read_lines(spark: SparkSession, path: str) -> DataFrame:
+    """Non-blank lines of every JSON-lines file under ``path`` (gzip or plain)."""
+    lines = spark.read.text(path).select("value", F.col("_metadata.file_path").alias("source_file"))
+    return lines.where(F.trim("value") != "")
+
+
+def parse_google_patents(lines: DataFrame) -> DataFrame:
+    """Parse export lines: the record fields, ``raw``, ``source_file`` and ``corrupt``."""
+    rec = F.from_json(
+        "value",
+        google_patents_ddl(),
+        {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT_RECORD},
+    )
+    parsed = lines.select(F.col("value").alias("raw"), "source_file", rec.alias("rec"))
+    return parsed.select(
+        "raw",
+        "source_file",
+        *[F.col(f"rec.{name}").alias(name) for name in RECORD_FIELDS],
+        F.col(f"rec.{CORRUPT_RECORD}").isNotNull().alias("corrupt"),
+    )
+
+
+def _read_any(spark: SparkSession, path: str, ddl: str) -> DataFrame:
+    """JSON lines or Parquet (by file extension) with the given schema."""
+    from spark_jobs.lib import fs
+
+    names = fs.list_names(spark, path) or [path]
+    if any(n.endswith(".parquet") for n in names) or path.endswith(".parquet"):
+        return spark.read.schema(ddl).parquet(path)
+    return spark.read.schema(ddl).option("mode", "PERMISSIVE").json(path)
+
+
+def read_canonical(spark: SparkSession, path: str) -> tuple[DataFrame, DataFrame]:
+    """Canonical input (``path``/patents, ``path``/citations) in the record shape + citations."""
+    patents = _read_any(
+        spark,
+        f"{path}/patents",
+        canonical_ddl(CANONICAL_PATENT_FIELDS) + f", `{CORRUPT_RECORD}` string",
+    )
+    patents = patents.withColumn("source_file", F.col("_metadata.file_path"))
+
+    def localized(column: str) -> Column:
+        entry = F.struct(
+            F.col(column).alias("text"),
+            F.col("lang").alias("language"),
+            F.lit(False).alias("truncated"),
+        )
+        return F.when(
+            _blank(F.col(column)),
+            F.array().cast("array<struct<text:string,language:string,truncated:boolean>>"),
+        ).otherwise(F.array(entry))
+
+    def classification(column: str) -> Column:
+        return F.transform(
+            F.coalesce(F.col(column), F.array().cast("array<string>")),
+            lambda code, i: F.struct(
+                code.alias("code"), (i == 0).alias("inventive"), (i == 0).alias("first")
+            ),
+        )
+
+    original = [F.col(n) for n, _, _ in CANONICAL_PATENT_FIELDS]
+    records = patents.select(
+        F.coalesce(F.col(CORRUPT_RECORD), F.to_json(F.struct(*original))).alias("raw"),
+        "source_file",
+        *[
+            F.col(n)
+            for n in (
+                "publication_number",
+                "application_number",
+                "country_code",
+                "kind_code",
+                "family_id",
+                "publication_date",
+                "filing_date",
+                "priority_date",
+            )
+        ],
+        localized("title").alias("title_localized"),
+        localized("abstract").alias("abstract_localized"),
+        localized("claims").alias("claims_localized"),
+        localized("description").alias("description_localized"),
+        classification("ipc").alias("ipc"),
+        classification("cpc").alias("cpc"),
+        F.lit(None)
+        .cast(
+            "array<struct<publication_number:string,application_number:string,"
+            "npl_text:string,type:string,category:string,filing_date:string>>"
+        )
+        .alias("citation"),
+        F.col(CORRUPT_RECORD).isNotNull().alias("corrupt"),
+    )
+    citations = _read_any(
+        spark,
+        f"{path}/citations",
+        canonical_ddl(CANONICAL_CITATION_FIELDS) + f", `{CORRUPT_RECORD}` string",
+    )
+    citations = citations.withColumn("source_file", F.col("_metadata.file_path"))
+    return records, citations
+
+
+# --- dates and languages ---------------------------------------------------------------
+
+
+def _date_digits(c: Column) -> Column:
+    return F.regexp_replace(F.trim(c.cast("string")), "-", "")
+
+
+def is_unknown_date(c: Column) -> Column:
+    """True for null, empty or 0: the export's way of saying 'unknown'."""
+    digits = _date_digits(c)
+    return digits.isNull() | (digits == "") | (digits == "0")
+
+
+def parse_date(c: Column) -> Column:
+    """A date from YYYYMMDD (int or string) or YYYY-MM-DD; null when unknown or invalid."""
+    digits = _date_digits(c)
+    parsed = F.try_to_date(digits, "yyyyMMdd")
+    plausible = digits.rlike("^[0-9]{8}$") & F.year(parsed).between(MIN_YEAR, MAX_YEAR)
+    return F.when(~is_unknown_date(c) & plausible, parsed)
+
+
+def is_invalid_date(c: Column) -> Column:
+    """True when a date is given but is not a real calendar date (20251341, 20230230, ...)."""
+    return ~is_unknown_date(c) & parse_date(c).isNull()
+
+
+def _nonblank_entries(arr: Column) -> Column:
+    return F.filter(F.coalesce(arr, F.array()), lambda e: F.length(F.trim(e.text)) > 0)
+
+
+def normalize_localized(arr: Column) -> Column:
+    """Keep entries with text; normalize language codes; truncated defaults to false."""
+    return F.transform(
+        _nonblank_entries(arr),
+        lambda e: F.struct(
+            e.text.alias("text"),
+            normalize_language(e.language).alias("language"),
+            F.coalesce(e.truncated, F.lit(False)).alias("truncated"),
+        ),
+    )
+
+
+def first_unknown_language(*arrays: Column) -> Column:
+    """The raw code of the first text entry whose language is unknown (or null if none)."""
+    firsts = []
+    for arr in arrays:
+        bad = F.filter(_nonblank_entries(arr), lambda e: normalize_language(e.language).isNull())
+        firsts.append(
+            F.when(
+                F.size(bad) > 0,
+                F.coalesce(F.try_element_at(bad, F.lit(1)).language, F.lit("<null>")),
+            )
+        )
+    return F.coalesce(*firsts)
+
+
+# --- validation -----------------------------------------------------------------------------
+
+
+def quarantine_reason(records: DataFrame) -> Column:
+    """The first rule a record breaks, or null for a valid record."""
+    unknown_language = first_unknown_language(*[F.col(c) for c in LOCALIZED_FIELDS])
+    has_text = F.lit(False)
+    for c in VIEW_TEXT_FIELDS:
+        has_text = has_text | (F.size(_nonblank_entries(F.col(c))) > 0)
+    published = parse_date(F.col("publication_date"))
+    filed = parse_date(F.col("filing_date"))
+    return (
+        F.when(F.col("corrupt"), F.lit("unparseable_json"))
+        .when(_blank(F.col("publication_number")), F.lit("missing_publication_number"))
+        .when(
+            _blank(F.col("family_id")) | F.trim("family_id").isin("0", "-1"),
+            F.lit("missing_family_id"),
+        )
+        .when(published.isNull(), F.lit("invalid_date:publication_date"))
+        .when(is_invalid_date(F.col("filing_date")), F.lit("invalid_date:filing_date"))
+        .when(is_invalid_date(F.col("priority_date")), F.lit("invalid_date:priority_date"))
+        .when(
+            filed.isNotNull() & (published < filed),
+            F.lit("impossible_dates:published_before_filing"),
+        )
+        .when(unknown_language.isNotNull(), F.concat(F.lit("unknown_language:"), unknown_language))
+        .when(~has_text, F.lit("no_text"))
+    )
+
+
+def with_validation(records: DataFrame) -> DataFrame:
+    """Add ``reason`` (null = valid) and ``record_hash`` (identity of the parsed content)."""
+    content = F.to_json(F.struct(*[F.col(c) for c in RECORD_FIELDS]))
+    return records.withColumn("reason", quarantine_reason(records)).withColumn(
+        "record_hash", F.sha2(content, 256)
+    )
+
+
+def split_duplicates(valid: DataFrame) -> DataFrame:
+    """Mark id conflicts and exact duplicates among valid records.
+
+    Adds ``duplicate``: 'conflict' when one publication_number has records with different
+    content (all of them go to quarantine), 'exact' for the 2nd+ copy of identical content
+    (dropped, counted), null for the row to keep.
+    """
+    by_id = Window.partitionBy("_pn")
+    ordered = by_id.orderBy("record_hash", "source_file", "raw")
+    keyed = valid.withColumn("_pn", F.trim("publication_number"))
+    return (
+        keyed.withColumn("_n_contents", F.size(F.collect_set("record_hash").over(by_id)))
+        .withColumn("_copy", F.row_number().over(ordered))
+        .withColumn(
+            "duplicate",
+            F.when(F.col("_n_contents") > 1, F.lit("conflict")).when(
+                F.col("_copy") > 1, F.lit("exact")
+            ),
+        )
+        .drop("_pn", "_n_contents", "_copy")
+    )
+
+
+def to_bronze_publications(valid: DataFrame, source_format: str, ingested_at) -> DataFrame:
+    """Typed bronze rows from valid, de-duplicated records."""
+
+    def classification(c: str) -> Column:
+        return F.filter(F.coalesce(F.col(c), F.array()), lambda e: ~_blank(e.code))
+
+    return valid.select(
+        F.trim("publication_number").alias("publication_number"),
+        F.trim("application_number").alias("application_number"),
+        F.upper(F.trim("country_code")).alias("country_code"),
+        F.trim("kind_code").alias("kind_code"),
+        F.trim("family_id").alias("family_id"),
+        parse_date(F.col("publication_date")).alias("publication_date"),
+        parse_date(F.col("filing_date")).alias("filing_date"),
+        parse_date(F.col("priority_date")).alias("priority_date"),
+        *[normalize_localized(F.col(c)).alias(c) for c in LOCALIZED_FIELDS],
+        classification("ipc").alias("ipc"),
+        classification("cpc").alias("cpc"),
+        F.lit(source_format).alias("source_format"),
+        "source_file",
+        "record_hash",
+        F.lit(ingested_at).cast("timestamp").alias("ingested_at"),
+    )
+
+
+def to_quarantine(rejected: DataFrame, ingested_at) -> DataFrame:
+    """Quarantine rows (stage is set by the writer) from records carrying a ``reason``."""
+    return rejected.select(
+        "reason",
+        F.when(~_blank(F.col("publication_number")), F.trim("publication_number")).alias(
+            "record_id"
+        ),
+        F.col("raw").alias("record"),
+        "source_file",
+        F.lit(ingested_at).cast("timestamp").alias("ingested_at"),
+        F.lit(None).cast("string").alias("stage"),
+    )
+
+
+# --- citations --------------------------------------------------------------------------------
+
+
+def _compact_letters(c: Column) -> Column:
+    return F.regexp_replace(F.upper(F.trim(c)), r"[\s,;/|+&.-]", "")
+
+
+def _is_source(c: Column) -> Column:
+    return F.coalesce(F.upper(F.trim(c)).isin(*CITATION_SOURCES), F.lit(False))
+
+
+def _is_letters(c: Column) -> Column:
+    return ~_is_source(c) & F.coalesce(
+        _compact_letters(c).rlike(f"^[{RELEVANCE_LETTERS}]+$"), F.lit(False)
+    )
+
+
+def citation_category(type_: Column, category: Column) -> Column:
+    """Relevance letters from whichever of type/category holds them: upper, unique, sorted."""
+    raw = F.coalesce(
+        F.when(_is_letters(category), _compact_letters(category)),
+        F.when(_is_letters(type_), _compact_letters(type_)),
+    )
+    letters = F.array_sort(F.array_distinct(F.filter(F.split(raw, ""), lambda x: x != "")))
+    return F.when(raw.isNotNull(), F.array_join(letters, ""))
+
+
+def citation_source(type_: Column, category: Column) -> Column:
+    """The search-report source code from whichever of type/category holds it."""
+
+    def other(c: Column) -> Column:
+        return F.when(~_blank(c) & ~_is_letters(c), F.upper(F.trim(c)))
+
+    return F.coalesce(
+        F.when(_is_source(type_), F.upper(F.trim(type_))),
+        F.when(_is_source(category), F.upper(F.trim(category))),
+        other(type_),
+        other(category),
+    )
+
+
+def _citation_columns(
+    citing: Column,
+    index: Column,
+    cited: Column,
+    application: Column,
+    npl: Column,
+    type_: Column,
+    category: Column,
+) -> list[Column]:
+    letters = citation_category(type_, category)
+    has = lambda ch: F.coalesce(F.instr(letters, ch) > 0, F.lit(False))  # noqa: E731
+    return [
+        citing.alias("citing"),
+        index.cast("int").alias("citation_index"),
+        F.when(~_blank(cited), F.trim(cited)).alias("cited"),
+        F.when(~_blank(application), F.trim(application)).alias("cited_application"),
+        F.when(~_blank(npl), F.trim(npl)).alias("npl_text"),
+        letters.alias("category"),
+        citation_source(type_, category).alias("source"),
+        has("X").alias("is_x"),
+        has("Y").alias("is_y"),
+        has("A").alias("is_a"),
+    ]
+
+
+def explode_citations(records: DataFrame) -> DataFrame:
+    """One row per entry of the records' ``citation`` arrays (unresolved)."""
+    exploded = records.select(
+        F.trim("publication_number").alias("_citing"), F.posexplode("citation").alias("_i", "c")
+    )
+    c = F.col("c")
+    return exploded.select(
+        *_citation_columns(
+            F.col("_citing"),
+            F.col("_i"),
+            c.publication_number,
+            c.application_number,
+            c.npl_text,
+            c.type,
+            c.category,
+        )
+    )
+
+
+def canonical_citations(citations: DataFrame) -> DataFrame:
+    """Canonical citation rows in bronze shape (unresolved); index by a stable order."""
+    order = Window.partitionBy("_citing").orderBy("cited", "category", "source", "npl_text")
+    keyed = citations.withColumn("_citing", F.trim("citing"))
+    return keyed.select(
+        *_citation_columns(
+            F.col("_citing"),
+            F.row_number().over(order) - 1,
+            F.col("cited"),
+            F.lit(None).cast("string"),
+            F.col("npl_text"),
+            F.col("source"),
+            F.col("category"),
+        )
+    )
+
+
+def resolve_citations(citations: DataFrame, publications: DataFrame) -> DataFrame:
+    """Mark citations whose cited publication is in the corpus and attach its family."""
+    corpus = publications.select(
+        F.col("publication_number").alias("cited"), F.col("family_id").alias("cited_family_id")
+    )
+    joined = citations.join(corpus, on="cited", how="left")
+    return joined.withColumn("resolved", F.col("cited_family_id").isNotNull())

@@ -1,0 +1,81 @@
+"""Test-family exclusion: the leakage audit every stage runs on its output.
+
+A training row leaks when any patent it names belongs to a family in silver/excluded_families
+(the families of the evaluation queries), or when it names such a family directly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+
+class LeakageError(RuntimeError):
+    """A test-query family reached a training table."""
+
+
+@dataclass(frozen=True)
+class LeakageReport:
+    table: str
+    rows_checked: int
+    leaks: int
+    examples: tuple[str, ...]
+
+
+def excluded_publications(patents: DataFrame, excluded_families: DataFrame) -> DataFrame:
+    """publication_number of every member of an excluded family."""
+    fams = excluded_families.select("family_id").distinct()
+    return patents.join(F.broadcast(fams), "family_id").select("publication_number").distinct()
+
+
+def find_leaks(
+    df: DataFrame,
+    patents: DataFrame,
+    excluded_families: DataFrame,
+    id_columns: tuple[str, ...] = (),
+    family_columns: tuple[str, ...] = (),
+    id_array_columns: tuple[str, ...] = (),
+) -> DataFrame:
+    """Rows (column, value) of ``df`` that name an excluded patent or family."""
+    banned_ids = F.broadcast(
+        excluded_publications(patents, excluded_families).withColumnRenamed(
+            "publication_number", "value"
+        )
+    )
+    banned_fams = F.broadcast(
+        excluded_families.select(F.col("family_id").alias("value")).distinct()
+    )
+    probes = []
+    for c in id_columns:
+        probes.append((df.select(F.lit(c).alias("column"), F.col(c).alias("value")), banned_ids))
+    for c in id_array_columns:
+        probes.append(
+            (df.select(F.lit(c).alias("column"), F.explode(c).alias("value")), banned_ids)
+        )
+    for c in family_columns:
+        probes.append((df.select(F.lit(c).alias("column"), F.col(c).alias("value")), banned_fams))
+    leaks = None
+    for values, banned in probes:
+        hit = values.join(banned, "value", "left_semi")
+        leaks = hit if leaks is None else leaks.unionByName(hit)
+    if leaks is None:
+        raise ValueError("find_leaks needs at least one id, family or id-array column")
+    return leaks
+
+
+def audit_no_leakage(
+    df: DataFrame, table: str, patents: DataFrame, excluded_families: DataFrame, **columns
+) -> LeakageReport:
+    """Raise LeakageError naming the table, columns and offending values if ``df`` leaks."""
+    leaks = find_leaks(df, patents, excluded_families, **columns)
+    n = leaks.count()
+    examples = tuple(f"{r['column']}={r['value']}" for r in leaks.limit(10).collect())
+    report = LeakageReport(table, df.count(), n, examples)
+    if n:
+        raise LeakageError(
+            f"leakage in {table}: {n} value(s) name an evaluation-query family, "
+            f"e.g. {', '.join(examples)}"
+        )
+    return report

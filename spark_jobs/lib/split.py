@@ -1,0 +1,47 @@
+"""Evaluation split: query patents by filing-date cutoff and their excluded families."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+
+def x_citations_in_corpus(citations: DataFrame) -> DataFrame:
+    """Resolved X citations to a different family (a family citing itself is no prior art)."""
+    return citations.where(F.col("is_x") & F.col("resolved")).select(
+        "citing", "cited", "cited_family_id"
+    )
+
+
+def eval_queries(patents: DataFrame, citations: DataFrame, cutoff: date) -> DataFrame:
+    """Patents filed on/after ``cutoff`` with >= 1 X citation resolved in the corpus."""
+    recent = patents.where(F.col("filing_date") >= F.lit(cutoff))
+    x = x_citations_in_corpus(citations)
+    joined = recent.join(x, recent.publication_number == x.citing).where(
+        F.col("cited_family_id") != F.col("family_id")
+    )
+    return (
+        joined.groupBy(
+            "publication_number", "family_id", "primary_lang", "ipc_section", "filing_date"
+        )
+        .agg(F.array_sort(F.collect_set("cited")).alias("x_cited"))
+        .select(
+            "publication_number",
+            "family_id",
+            F.col("primary_lang").alias("lang"),
+            "ipc_section",
+            "filing_date",
+            "x_cited",
+            F.size("x_cited").alias("n_x_cited"),
+        )
+        .where(F.col("lang").isNotNull())
+    )
+
+
+def excluded_families(queries: DataFrame) -> DataFrame:
+    """Every family with an evaluation query, with the query patents that put it there."""
+    return queries.groupBy("family_id").agg(
+        F.array_sort(F.collect_list("publication_number")).alias("query_publication_numbers")
+    )

@@ -1,0 +1,70 @@
+"""Split off evaluation queries and exclude their whole families from training.
+
+spark-submit spark_jobs/split.py --lake ./lake --eval-cutoff 2025-01-01
+"""
+
+from __future__ import annotations
+
+import sys
+from datetime import date
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from spark_jobs.lib import split as S
+from spark_jobs.lib.lake import JobRun
+from spark_jobs.lib.leakage import LeakageError
+from spark_jobs.lib.session import build_session, job_arguments
+
+DEFAULT_CUTOFF = "2025-01-01"
+
+
+def run(
+    spark: SparkSession,
+    lake: str,
+    cutoff: date,
+    run_id: str | None = None,
+    args: dict | None = None,
+) -> dict[str, int]:
+    with JobRun(spark, lake, "split", args or {"eval_cutoff": str(cutoff)}, run_id) as job:
+        patents = job.read("silver/patents")
+        citations = job.read("bronze/citations")
+        job.write(S.eval_queries(patents, citations, cutoff), "silver/eval_queries")
+        queries = job.read("silver/eval_queries")
+        job.write(S.excluded_families(queries), "silver/excluded_families")
+        excluded = job.read("silver/excluded_families")
+
+        # Self-check: every query family is excluded, with all of its members.
+        uncovered = queries.join(excluded, "family_id", "left_anti").count()
+        if uncovered:
+            raise LeakageError(f"split: {uncovered} evaluation queries have no excluded family")
+        members = patents.join(excluded.select("family_id"), "family_id").count()
+
+        job.count("eval_queries", queries.count())
+        job.count("excluded_families", excluded.count())
+        job.count("excluded_patents", members)
+        for row in queries.groupBy("lang").count().collect():
+            job.count(f"eval_queries_{row['lang']}", row["count"])
+        for row in (
+            queries.groupBy(F.coalesce("ipc_section", F.lit("none")).alias("s")).count().collect()
+        ):
+            job.count(f"eval_queries_ipc_{row['s']}", row["count"])
+        return job.metrics
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = job_arguments(__doc__.splitlines()[0])
+    parser.add_argument(
+        "--eval-cutoff",
+        default=DEFAULT_CUTOFF,
+        type=date.fromisoformat,
+        help="queries are patents filed on/after this date (YYYY-MM-DD)",
+    )
+    args = parser.parse_args(argv)
+    spark = build_session("xembed-split", args.master)
+    run(spark, args.lake, args.eval_cutoff, args.run_id, vars(args))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
