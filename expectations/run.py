@@ -1,0 +1,188 @@
+"""Validate lake tables with their Great Expectations suites.
+
+    python -m expectations.run --lake ./lake --tables bronze/publications,silver/views
+
+Writes Data Docs HTML under <lake>/reports/<run_id>/ and one row per expectation result
+into the Delta table dq/results; exits 1 when a critical expectation fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+from expectations.suites import SUITES, suite_for
+
+SITE_NAME = "xembed_site"  # the ephemeral context already owns "local_site"
+
+
+def _docs_dir(lake: str, run_id: str, docs_dir: str | None) -> Path:
+    if docs_dir:
+        return Path(docs_dir)
+    if "://" in lake and not lake.startswith("file://"):
+        raise ValueError(f"lake {lake} is not a local path: pass --docs-dir for the Data Docs")
+    return Path(lake.removeprefix("file://")) / "reports" / run_id
+
+
+def _context(docs: Path):
+    import great_expectations as gx
+    from great_expectations.data_context.types.base import ProgressBarsConfig
+
+    context = gx.get_context(mode="ephemeral")
+    context.variables.progress_bars = ProgressBarsConfig(globally=False)
+    context.add_data_docs_site(
+        site_name=SITE_NAME,
+        site_config={
+            "class_name": "SiteBuilder",
+            "store_backend": {
+                "class_name": "TupleFilesystemStoreBackend",
+                "base_directory": str(docs.resolve()),
+            },
+            "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
+        },
+    )
+    return context
+
+
+def _rows(result, run_id: str, table: str, version: int, validated_at) -> list[dict]:
+    rows = []
+    for r in result.results:
+        config = r.expectation_config
+        kwargs = {k: v for k, v in config.kwargs.items() if k != "batch_id"}
+        observed = r.result.get("observed_value")
+        rows.append(
+            {
+                "run_id": run_id,
+                "table_name": table,
+                "table_version": version,
+                "suite": table.replace("/", "_"),
+                "expectation_type": config.type,
+                "column": kwargs.get("column")
+                or ",".join(kwargs.get("column_list", []) or [])
+                or None,
+                "kwargs_json": json.dumps(kwargs, sort_keys=True, default=str),
+                "success": bool(r.success),
+                "critical": bool((config.meta or {}).get("critical", False)),
+                "unexpected_count": r.result.get("unexpected_count"),
+                "observed": None if observed is None else str(observed)[:1000],
+                "validated_at": validated_at,
+            }
+        )
+    return rows
+
+
+def validate(
+    spark, lake: str, tables: list[str], run_id: str, docs_dir: str | None = None
+) -> list[dict]:
+    """Validate ``tables``; write dq/results and Data Docs; return the result rows."""
+    import great_expectations as gx
+    from pyspark.sql import functions as F
+
+    from schemas import table as table_spec
+    from spark_jobs.lib.lake import latest_version, table_path, write_table
+
+    docs = _docs_dir(lake, run_id, docs_dir)
+    context = _context(docs)
+    source = context.data_sources.add_spark("lake")
+    validated_at = datetime.now(UTC)
+    rows: list[dict] = []
+    for name in tables:
+        path = table_path(lake, name)
+        version = latest_version(spark, path)
+        frame = spark.read.format("delta").option("versionAsOf", version).load(path)
+        if name == "quarantine":  # validate every stage's rows; partition column included
+            frame = frame.where(F.col("stage").isNotNull())
+        suite = context.suites.add(suite_for(name))
+        batch = source.add_dataframe_asset(
+            name.replace("/", "_")
+        ).add_batch_definition_whole_dataframe("all")
+        definition = context.validation_definitions.add(
+            gx.ValidationDefinition(name=f"{suite.name}-{run_id}", data=batch, suite=suite)
+        )
+        checkpoint = context.checkpoints.add(
+            gx.Checkpoint(
+                name=f"{suite.name}-checkpoint",
+                validation_definitions=[definition],
+                actions=[gx.checkpoint.UpdateDataDocsAction(name="docs", site_names=[SITE_NAME])],
+            )
+        )
+        outcome = checkpoint.run(batch_parameters={"dataframe": frame})
+        for result in outcome.run_results.values():
+            rows.extend(_rows(result, run_id, name, version, validated_at))
+    if rows:
+        frame = spark.createDataFrame(rows, table_spec("dq/results").spark_schema())
+        names = ", ".join(f"'{t}'" for t in tables)
+        write_table(
+            spark,
+            frame,
+            lake,
+            "dq/results",
+            replace_where=f"run_id = '{run_id}' AND table_name IN ({names})",
+        )
+    return rows
+
+
+def summarize(rows: list[dict]) -> tuple[int, int]:
+    """Print one line per failed expectation; return (critical failures, warnings)."""
+    critical = warnings = 0
+    for r in rows:
+        if r["success"]:
+            continue
+        level = "CRITICAL" if r["critical"] else "warning"
+        critical += r["critical"]
+        warnings += not r["critical"]
+        print(
+            f"{level:8s} {r['table_name']}: {r['expectation_type']}({r['column'] or ''}) "
+            f"unexpected={r['unexpected_count']} observed={r['observed']}",
+            file=sys.stderr,
+        )
+    print(
+        f"dq: {len(rows)} expectations, {critical} critical failures, {warnings} warnings",
+        file=sys.stderr,
+    )
+    return critical, warnings
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--lake", default="./lake")
+    parser.add_argument(
+        "--tables", required=True, help=f"comma-separated tables, or 'all' ({', '.join(SUITES)})"
+    )
+    parser.add_argument("--run-id", default=None)
+    parser.add_argument(
+        "--docs-dir", default=None, help="Data Docs folder (default <lake>/reports/<run_id>)"
+    )
+    parser.add_argument("--master", default=None)
+    args = parser.parse_args(argv)
+    tables = (
+        list(SUITES)
+        if args.tables == "all"
+        else [t.strip() for t in args.tables.split(",") if t.strip()]
+    )
+    unknown = [t for t in tables if t not in SUITES]
+    if unknown:
+        parser.error(f"no suite for {', '.join(unknown)}; known: {', '.join(SUITES)}")
+    run_id = args.run_id or f"dq-{datetime.now(UTC):%Y%m%dT%H%M%S}"
+    os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
+    logging.getLogger("great_expectations").setLevel(logging.WARNING)
+
+    from spark_jobs.lib.session import build_session
+
+    spark = build_session("xembed-dq", args.master)
+    rows = validate(spark, args.lake, tables, run_id, args.docs_dir)
+    critical, _ = summarize(rows)
+    print(
+        f"dq: Data Docs at {_docs_dir(args.lake, run_id, args.docs_dir)}/index.html",
+        file=sys.stderr,
+    )
+    return 1 if critical else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
