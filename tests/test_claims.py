@@ -1,0 +1,89 @@
+import random
+
+import pytest
+
+from spark_jobs.lib.claims import first_independent_claim, parse_references, split_claims
+from spark_jobs.lib.sample import plan as P
+from spark_jobs.lib.sample.claims_plan import claim_plan
+from spark_jobs.lib.sample.render import render_patent
+
+
+def deps(text, lang=None):
+    return [(c.number, c.depends_on) for c in split_claims(text, lang)]
+
+
+def test_english_claims_with_single_or_and_range_dependencies():
+    text = (
+        "1. A cup comprising a handle.\n2. The cup of claim 1, wherein the handle is 3.5 mm thick.\n"
+        "3. The cup according to claim 1 or 2, further comprising a lid.\n"
+        "4. The cup as claimed in any one of claims 1 to 3, wherein the lid is glass.\n"
+        "5. A method of using the cup of any of the preceding claims."
+    )
+    assert deps(text, "en") == [(1, ()), (2, (1,)), (3, (1, 2)), (4, (1, 2, 3)), (5, (1, 2, 3, 4))]
+
+
+def test_english_claims_inline_without_line_breaks():
+    text = "1. A cup. 2. The cup of claim 1. 3. The cup of claims 1, 2 and 2."
+    assert deps(text) == [(1, ()), (2, (1,)), (3, (1, 2))]
+
+
+def test_decimal_numbers_are_not_claim_markers():
+    text = "1. A plate 2.5 mm thick and 3.0 mm wide. 2. The plate of claim 1, 2.5 mm long."
+    claims = split_claims(text, "en")
+    assert [(c.number, c.depends_on) for c in claims] == [(1, ()), (2, (1,))]
+    assert claims[0].text == "A plate 2.5 mm thick and 3.0 mm wide."
+
+
+def test_chinese_claims_with_ranges_and_alternatives():
+    text = (
+        "1. 一种杯子，其特征在于，包括杯体。\n2. 根据权利要求1所述的杯子，其特征在于，还包括把手。\n"
+        "3. 根据权利要求1或2所述的杯子，其特征在于，还包括杯盖。\n"
+        "4. 根据权利要求1-3中任一项所述的杯子。\n5. 根据权利要求1至4中任一项所述的杯子。\n"
+        "6. 根据权利要求2、4所述的杯子。"
+    )
+    assert deps(text, "zh") == [
+        (1, ()),
+        (2, (1,)),
+        (3, (1, 2)),
+        (4, (1, 2, 3)),
+        (5, (1, 2, 3, 4)),
+        (6, (2, 4)),
+    ]
+
+
+def test_japanese_claims_with_full_width_markers_and_ranges():
+    text = (
+        "【請求項１】\nカップ本体を備えるカップ。\n【請求項２】\n取っ手をさらに備える、請求項１に記載のカップ。\n"
+        "【請求項３】\n請求項１又は２に記載のカップ。\n【請求項４】\n請求項１～３のいずれか一項に記載のカップ。\n"
+        "【請求項５】\n請求項２乃至４のいずれか一項に記載のカップ。"
+    )
+    assert deps(text, "ja") == [(1, ()), (2, (1,)), (3, (1, 2)), (4, (1, 2, 3)), (5, (2, 3, 4))]
+    assert split_claims(text, "ja")[0].text == "カップ本体を備えるカップ。"
+
+
+def test_forward_and_self_references_are_ignored():
+    assert parse_references("The cup of claim 3 or claim 2.", own_number=2) == ()
+
+
+def test_unnumbered_claims_stay_one_independent_claim():
+    claims = split_claims("A cup with a handle and a lid", "en")
+    assert [(c.number, c.independent, c.text) for c in claims] == [
+        (1, True, "A cup with a handle and a lid")
+    ]
+    assert split_claims("   ", "en") == [] and split_claims(None) == []
+
+
+def test_first_independent_claim_skips_dependents():
+    claims = split_claims("1. A cup. 2. The cup of claim 1. 3. A saucer.", "en")
+    assert first_independent_claim(claims).number == 1
+    assert [c.number for c in claims if c.independent] == [1, 3]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh", "ja"])
+def test_generated_claims_parse_back_to_their_plan(lang):
+    plan = P.build_plan(11, 120)
+    for family in range(plan.n_families):
+        inv = P.invention(plan, family)
+        structure = claim_plan(inv, random.Random(family))
+        text = render_patent(inv, structure, lang, random.Random(family + 1))["claims"]
+        assert deps(text, lang) == [(c.number, c.parents) for c in structure], text

@@ -1,0 +1,154 @@
+"""Curate (texts, views, claims, patents, families) and split (queries, exclusion, audit)."""
+
+from datetime import date
+
+import pytest
+
+from spark_jobs.lib import curate as C
+from spark_jobs.lib import ingest as I
+from spark_jobs.lib import split as S
+from spark_jobs.lib.leakage import LeakageError, audit_no_leakage
+from tests.conftest import gp_record, lines_frame
+
+pytestmark = pytest.mark.spark
+
+
+def bronze(spark, records):
+    parsed = I.with_validation(I.parse_google_patents(lines_frame(spark, records)))
+    return I.to_bronze_publications(parsed, "google_patents", "2026-01-01 00:00:00")
+
+
+def test_best_text_prefers_complete_and_longest_entry_per_language(spark):
+    record = gp_record(lang="zh")
+    record["abstract_localized"] = [
+        {"text": "长摘要被截断了的版本", "language": "zh", "truncated": True},
+        {"text": "完整摘要", "language": "zh", "truncated": False},
+        {"text": "English <b>abstract</b>\t text", "language": "en", "truncated": False},
+    ]
+    texts = {r["lang"]: r for r in C.best_texts(bronze(spark, [record])).collect()}
+    assert texts["zh"]["abstract"] == "完整摘要"
+    assert texts["en"]["abstract"] == "English abstract text"
+    assert texts["en"]["claims"] is None
+
+
+def test_views_and_claim_graph(spark):
+    record = gp_record(
+        claims="1. A cup.\n2. The cup of claim 1.\n3. A saucer.", abstract="An abstract."
+    )
+    texts = C.with_parsed_claims(C.best_texts(bronze(spark, [record])))
+    views = {r["view"]: r["text"] for r in C.views(texts).collect()}
+    assert set(views) == {"ABS", "CLAIM", "DESC", "TAC", "FIC"}
+    assert views["TAC"] == "A title\nAn abstract.\n1. A cup.\n2. The cup of claim 1.\n3. A saucer."
+    assert views["FIC"] == "A cup."
+    graph = sorted(
+        (r["claim_number"], r["independent"], list(r["depends_on"]))
+        for r in C.claims(texts).collect()
+    )
+    assert graph == [(1, True, []), (2, False, [1]), (3, True, [])]
+
+
+def test_title_and_description_only_has_no_tac(spark):
+    record = gp_record(abstract="", claims="")
+    texts = C.with_parsed_claims(C.best_texts(bronze(spark, [record])))
+    assert sorted(r["view"] for r in C.views(texts).collect()) == ["DESC"]
+
+
+def test_patents_section_languages_and_primary_language(spark):
+    record = gp_record(
+        "CN-1-A",
+        lang="zh",
+        ipc=[
+            {"code": "G06F17/00", "inventive": False, "first": False},
+            {"code": "h01m10/05", "inventive": True, "first": True},
+        ],
+    )
+    record["abstract_localized"].append(
+        {"text": "English abstract", "language": "en", "truncated": False}
+    )
+    pubs = bronze(spark, [record])
+    views = C.views(C.with_parsed_claims(C.best_texts(pubs)))
+    row = C.patents(pubs, views).first()
+    assert (row["ipc_section"], list(row["languages"]), row["primary_lang"]) == (
+        "H",
+        ["en", "zh"],
+        "zh",
+    )
+    fam = C.families(C.patents(pubs, views)).first()
+    assert (fam["family_id"], list(fam["members"]), fam["n_members"]) == ("100", ["CN-1-A"], 1)
+
+
+def test_publications_without_views_are_quarantined(spark):
+    pubs = bronze(spark, [gp_record("US-1-A1"), gp_record("US-2-A1")])
+    views = C.views(C.with_parsed_claims(C.best_texts(pubs))).where(
+        "publication_number = 'US-1-A1'"
+    )
+    lost = C.without_views(pubs, views, "2026-01-01 00:00:00").collect()
+    assert [(r["record_id"], r["reason"]) for r in lost] == [("US-2-A1", "no_text_after_cleaning")]
+
+
+def split_inputs(spark):
+    patents = spark.createDataFrame(
+        [
+            ("Q1", "F1", date(2025, 3, 1), "zh", "H"),  # query: X citation to another family
+            ("Q1b", "F1", date(2024, 5, 1), "en", "H"),  # its family member (before cutoff)
+            ("Q2", "F2", date(2025, 6, 1), "en", "A"),  # only cites its own family: no query
+            ("Q2b", "F2", date(2023, 6, 1), "en", "A"),
+            ("Q3", "F3", date(2025, 2, 1), "ja", "B"),  # Y citation only: no query
+            ("P1", "F9", date(2019, 1, 1), "en", "H"),
+            ("T1", "F8", date(2024, 12, 31), "en", "G"),  # filed before the cutoff: training
+        ],
+        "publication_number string, family_id string, filing_date date, primary_lang string, ipc_section string",
+    )
+    citations = spark.createDataFrame(
+        [
+            ("Q1", "P1", "F9", True, True),
+            ("Q2", "Q2b", "F2", True, True),
+            ("Q3", "P1", "F9", False, True),
+            ("T1", "P1", "F9", True, True),
+            ("Q1", "US-9-A", None, True, False),
+        ],
+        "citing string, cited string, cited_family_id string, is_x boolean, resolved boolean",
+    )
+    return patents, citations
+
+
+def test_eval_queries_need_cutoff_and_a_resolved_x_citation_outside_the_family(spark):
+    patents, citations = split_inputs(spark)
+    queries = S.eval_queries(patents, citations, date(2025, 1, 1)).collect()
+    assert [
+        (q["publication_number"], q["lang"], list(q["x_cited"]), q["n_x_cited"]) for q in queries
+    ] == [("Q1", "zh", ["P1"], 1)]
+    excluded = S.excluded_families(S.eval_queries(patents, citations, date(2025, 1, 1))).collect()
+    assert [(r["family_id"], list(r["query_publication_numbers"])) for r in excluded] == [
+        ("F1", ["Q1"])
+    ]
+
+
+def test_leakage_audit_catches_family_members_ids_and_arrays(spark):
+    patents, citations = split_inputs(spark)
+    excluded = S.excluded_families(S.eval_queries(patents, citations, date(2025, 1, 1)))
+    clean = spark.createDataFrame(
+        [("T1", "F8", ["P1"])], "anchor_id string, family_id string, negs array<string>"
+    )
+    report = audit_no_leakage(
+        clean,
+        "gold/x",
+        patents,
+        excluded,
+        id_columns=("anchor_id",),
+        family_columns=("family_id",),
+        id_array_columns=("negs",),
+    )
+    assert report.leaks == 0 and report.rows_checked == 1
+    for leaky in [("Q1b", "F8", ["P1"]), ("T1", "F1", ["P1"]), ("T1", "F8", ["P1", "Q1b"])]:
+        frame = spark.createDataFrame([leaky], clean.schema)
+        with pytest.raises(LeakageError, match="gold/x"):
+            audit_no_leakage(
+                frame,
+                "gold/x",
+                patents,
+                excluded,
+                id_columns=("anchor_id",),
+                family_columns=("family_id",),
+                id_array_columns=("negs",),
+            )

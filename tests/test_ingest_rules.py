@@ -1,0 +1,210 @@
+"""Every parsing, normalization and quarantine rule of ingest, on tiny in-memory rows."""
+
+import json
+
+import pytest
+from pyspark.sql import functions as F
+
+from spark_jobs.lib import ingest as I
+from spark_jobs.lib.languages import normalize_language, normalize_language_py
+from tests.conftest import gp_record, lines_frame
+
+pytestmark = pytest.mark.spark
+
+
+def reasons(spark, records):
+    parsed = I.with_validation(I.parse_google_patents(lines_frame(spark, records)))
+    return [r["reason"] for r in parsed.orderBy("raw").select("raw", "reason").collect()]
+
+
+def one_reason(spark, record):
+    (reason,) = reasons(spark, [record])
+    return reason
+
+
+def test_valid_record_has_no_reason(spark):
+    assert one_reason(spark, gp_record()) is None
+
+
+@pytest.mark.parametrize(
+    "line", ['{"publication_number": "US-1-A1", "abstract_lo', "not json", "[1, 2]"]
+)
+def test_unparseable_json(spark, line):
+    assert one_reason(spark, line) == "unparseable_json"
+
+
+@pytest.mark.parametrize("number", [None, "", "   "])
+def test_missing_publication_number(spark, number):
+    assert (
+        one_reason(spark, gp_record(number="US-1-A1", publication_number=number))
+        == "missing_publication_number"
+    )
+
+
+def test_missing_family_id(spark):
+    assert one_reason(spark, gp_record(family_id="")) == "missing_family_id"
+    assert one_reason(spark, gp_record(family_id="-1")) == "missing_family_id"
+
+
+@pytest.mark.parametrize(
+    "field,value",
+    [
+        ("filing_date", 20251341),
+        ("filing_date", 20230230),
+        ("filing_date", 20190000),
+        ("publication_date", 99999999),
+        ("publication_date", 0),
+        ("priority_date", "2019-13-01"),
+    ],
+)
+def test_impossible_dates(spark, field, value):
+    assert one_reason(spark, gp_record(**{field: value})) == f"invalid_date:{field}"
+
+
+def test_unknown_filing_date_zero_is_allowed(spark):
+    assert one_reason(spark, gp_record(filing_date=0, priority_date=0)) is None
+
+
+def test_published_before_filing(spark):
+    assert (
+        one_reason(spark, gp_record(filed=20220101, published=20210101))
+        == "impossible_dates:published_before_filing"
+    )
+
+
+@pytest.mark.parametrize("code", ["xx", "klingon", "qq-XX", None])
+def test_unknown_language(spark, code):
+    record = gp_record()
+    record["abstract_localized"][0]["language"] = code
+    assert one_reason(spark, record) == f"unknown_language:{code or '<null>'}"
+
+
+def test_unknown_language_on_an_empty_text_is_ignored(spark):
+    record = gp_record()
+    record["title_localized"].append({"text": " ", "language": "xx", "truncated": False})
+    assert one_reason(spark, record) is None
+
+
+def test_no_text_in_any_view(spark):
+    record = gp_record(abstract="", claims="")
+    record["description_localized"] = []
+    assert one_reason(spark, record) == "no_text"
+
+
+def test_title_alone_is_no_text(spark):
+    record = gp_record(abstract=" ", claims="")
+    record["description_localized"][0]["text"] = ""
+    assert one_reason(spark, record) == "no_text"
+
+
+def test_duplicate_ids_with_different_content_conflict_and_exact_copies_collapse(spark):
+    a = gp_record("US-1-A1")
+    b = gp_record("US-1-A1", abstract="A different abstract.")
+    c = gp_record("US-2-A1")
+    frame = I.with_validation(I.parse_google_patents(lines_frame(spark, [a, b, c, c])))
+    marked = I.split_duplicates(frame).select("publication_number", "duplicate").collect()
+    got = sorted((r["publication_number"], r["duplicate"] or "") for r in marked)
+    assert got == [
+        ("US-1-A1", "conflict"),
+        ("US-1-A1", "conflict"),
+        ("US-2-A1", ""),
+        ("US-2-A1", "exact"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "raw,expected",
+    [
+        ("zh", "zh"),
+        ("zh-CN", "zh"),
+        ("ZH", "zh"),
+        ("zh_TW", "zh"),
+        ("ja-JP", "ja"),
+        ("jp", "ja"),
+        ("EN", "en"),
+        ("de", "de"),
+        ("ko", "ko"),
+        ("xx", None),
+        ("", None),
+        ("english", None),
+    ],
+)
+def test_language_normalization_in_spark_and_python(spark, raw, expected):
+    got = (
+        spark.createDataFrame([(raw,)], "c string")
+        .select(normalize_language(F.col("c")))
+        .first()[0]
+    )
+    assert got == expected == normalize_language_py(raw)
+
+
+def test_dates_parse_from_int_string_and_iso(spark):
+    frame = spark.createDataFrame([("20190710",), ("2019-07-10",), ("0",), (None,)], "d string")
+    got = [r[0] for r in frame.select(I.parse_date(F.col("d"))).collect()]
+    assert [str(d) if d else None for d in got] == ["2019-07-10", "2019-07-10", None, None]
+
+
+def citation_rows(spark, citations):
+    record = gp_record(citation=citations)
+    parsed = I.parse_google_patents(lines_frame(spark, [record]))
+    return [r.asDict() for r in I.explode_citations(parsed).orderBy("citation_index").collect()]
+
+
+def test_citation_letters_from_either_field_and_in_real_variety(spark):
+    cites = [
+        {"publication_number": "CN-1-A", "type": "SEA", "category": "X"},
+        {"publication_number": "CN-2-A", "type": "XY", "category": "ISR"},  # swapped fields
+        {"publication_number": "CN-3-A", "type": "EXA", "category": "Y,A"},
+        {"publication_number": "CN-4-A", "type": "SEA", "category": "x"},
+        {"publication_number": "CN-5-A", "type": "APP", "category": ""},
+        {"publication_number": "CN-6-A", "type": "OPP", "category": "P, X"},
+        {
+            "publication_number": "",
+            "npl_text": "Smith, Journal, 2001",
+            "type": "SEA",
+            "category": "A",
+        },
+    ]
+    rows = citation_rows(spark, cites)
+    assert [(r["category"], r["source"], r["is_x"]) for r in rows] == [
+        ("X", "SEA", True),
+        ("XY", "ISR", True),
+        ("AY", "EXA", False),
+        ("X", "SEA", True),
+        (None, "APP", False),
+        ("PX", "OPP", True),
+        ("A", "SEA", False),
+    ]
+    assert rows[-1]["cited"] is None and rows[-1]["npl_text"] == "Smith, Journal, 2001"
+    assert rows[2]["is_y"] and rows[2]["is_a"]
+
+
+def test_source_code_with_letter_characters_is_not_read_as_letters(spark):
+    # EXA consists of relevance-letter characters (E, X, A) but is a source code.
+    (row,) = citation_rows(spark, [{"publication_number": "CN-1-A", "type": "EXA", "category": ""}])
+    assert row["category"] is None and row["source"] == "EXA" and not row["is_x"]
+
+
+def test_citations_resolve_only_to_corpus_publications(spark):
+    citations = spark.createDataFrame(
+        [("US-1-A1", 0, "US-2-A1"), ("US-1-A1", 1, "DE-9-A1"), ("US-1-A1", 2, None)],
+        "citing string, citation_index int, cited string",
+    )
+    corpus = spark.createDataFrame(
+        [("US-2-A1", "200")], "publication_number string, family_id string"
+    )
+    got = sorted(
+        (r["citation_index"], r["resolved"], r["cited_family_id"])
+        for r in I.resolve_citations(citations, corpus).collect()
+    )
+    assert got == [(0, True, "200"), (1, False, None), (2, False, None)]
+
+
+def test_bronze_rows_are_typed_and_normalized(spark):
+    record = gp_record(lang="zh-CN")
+    record["abstract_localized"].append({"text": "", "language": "en", "truncated": None})
+    parsed = I.with_validation(I.parse_google_patents(lines_frame(spark, [record])))
+    row = I.to_bronze_publications(parsed, "google_patents", "2026-01-01 00:00:00").first()
+    assert str(row["publication_date"]) == "2021-01-01"
+    assert [(e["language"], e["truncated"]) for e in row["abstract_localized"]] == [("zh", False)]
+    assert json.loads(json.dumps(row["ipc"][0].asDict()))["code"] == "H01M10/05"

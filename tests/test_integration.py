@@ -1,0 +1,152 @@
+"""generate 300 patents -> ingest -> curate -> split -> data quality, on real Delta tables."""
+
+from datetime import date
+from pathlib import Path
+
+import pytest
+from deltalake import DeltaTable
+
+from expectations.run import validate
+from spark_jobs import curate, ingest, split
+from spark_jobs.lib.leakage import LeakageError, audit_no_leakage
+from spark_jobs.lib.sample.generate import generate
+
+pytestmark = [pytest.mark.spark, pytest.mark.integration]
+
+TABLES = [
+    "bronze/publications",
+    "bronze/citations",
+    "quarantine",
+    "silver/patents",
+    "silver/families",
+    "silver/views",
+    "silver/claims",
+    "silver/eval_queries",
+    "silver/excluded_families",
+]
+
+
+@pytest.fixture(scope="module")
+def pipeline(spark, tmp_path_factory):
+    root = tmp_path_factory.mktemp("pipeline")
+    sample, lake = str(root / "sample"), str(root / "lake")
+    manifest = generate(spark, sample, n_patents=300, seed=13, bad_share=0.05)
+    metrics = {
+        "ingest": ingest.run(spark, lake, sample, "google_patents"),
+        "curate": curate.run(spark, lake),
+        "split": split.run(spark, lake, date(2025, 1, 1)),
+    }
+    return manifest, metrics, lake, sample
+
+
+def delta(lake, name):
+    return DeltaTable(f"{lake}/{name}").to_pandas()
+
+
+def test_every_table_is_a_real_delta_table_readable_by_delta_rs(spark, pipeline):
+    _, _, lake, _ = pipeline
+    for name in TABLES:
+        frame = delta(lake, name)
+        assert len(frame) == spark.read.format("delta").load(f"{lake}/{name}").count(), name
+        assert (Path(lake) / name / "_delta_log").is_dir()
+
+
+def test_nothing_is_lost_and_quarantine_matches_the_planted_corruptions(pipeline):
+    manifest, metrics, lake, _ = pipeline
+    m = metrics["ingest"]
+    assert m["records_total"] == manifest["lines"]
+    quarantine = delta(lake, "quarantine")
+    by_reason = quarantine[quarantine.stage == "ingest"].reason.str.split(":").str[0].value_counts()
+    assert by_reason.to_dict() == {k: v for k, v in manifest["expected_quarantine"].items() if v}
+    assert m["records_kept"] == manifest["clean_records"] + manifest["corruptions"].get(
+        "exact_duplicate", 0
+    )
+    assert metrics["curate"]["patents_out"] == m["records_kept"]
+    assert quarantine.record.str.len().min() > 0
+
+
+def test_views_claims_and_families_are_consistent(pipeline):
+    _, _, lake, _ = pipeline
+    patents, views, claims = (
+        delta(lake, "silver/patents"),
+        delta(lake, "silver/views"),
+        delta(lake, "silver/claims"),
+    )
+    assert set(views.view) == {"ABS", "CLAIM", "DESC", "TAC", "FIC"}
+    assert {"zh", "en", "ja"} <= set(views.lang)
+    assert (
+        set(patents.ipc_section.dropna()) <= set("ABCDEFGH") and len(set(patents.ipc_section)) >= 5
+    )
+    assert not views.duplicated(["publication_number", "lang", "view"]).any()
+    fic = views[views.view == "FIC"].set_index(["publication_number", "lang"]).text
+    first = claims[claims.claim_number == 1].set_index(["publication_number", "lang"]).text
+    assert (fic == first.reindex(fic.index)).all()  # claim 1 is independent in generated data
+    assert claims.depends_on.map(len).gt(0).any()
+    families = delta(lake, "silver/families")
+    assert families.n_members.sum() == len(patents)
+
+
+def test_split_excludes_whole_query_families_and_the_audit_guards_training(spark, pipeline):
+    _, _, lake, _ = pipeline
+    queries, excluded = delta(lake, "silver/eval_queries"), delta(lake, "silver/excluded_families")
+    assert len(queries) >= 3 and (queries.n_x_cited >= 1).all()
+    assert (queries.filing_date >= date(2025, 1, 1)).all()
+    assert set(queries.family_id) == set(excluded.family_id)
+    patents = spark.read.format("delta").load(f"{lake}/silver/patents")
+    excl = spark.read.format("delta").load(f"{lake}/silver/excluded_families")
+    views = spark.read.format("delta").load(f"{lake}/silver/views")
+    training = views.join(excl, "family_id", "left_anti")
+    audit_no_leakage(
+        training,
+        "training pool",
+        patents,
+        excl,
+        id_columns=("publication_number",),
+        family_columns=("family_id",),
+    )
+    with pytest.raises(LeakageError):
+        audit_no_leakage(views, "silver/views", patents, excl, id_columns=("publication_number",))
+
+
+def test_rerun_is_idempotent(spark, pipeline):
+    _, _, lake, sample = pipeline
+    before = {t: delta(lake, t) for t in ("bronze/publications", "bronze/citations", "quarantine")}
+    ingest.run(spark, lake, sample, "google_patents")
+    for name, old in before.items():
+        new = delta(lake, name)
+        cols = [c for c in old.columns if c not in ("ingested_at", "source_file")]
+        assert len(new) == len(old), name
+        a = old[cols].astype(str).sort_values(cols).reset_index(drop=True)
+        b = new[cols].astype(str).sort_values(cols).reset_index(drop=True)
+        assert a.equals(b), name
+    runs = delta(lake, "meta/job_runs")
+    assert (runs.job == "ingest").sum() == 2 and set(runs.status) == {"succeeded"}
+    latest = runs[runs.job == "curate"].iloc[0]
+    assert dict(latest.inputs)["bronze/publications"] >= 1
+
+
+def test_data_quality_passes_and_writes_results_and_data_docs(spark, pipeline):
+    _, _, lake, _ = pipeline
+    rows = validate(spark, lake, TABLES, run_id="it")
+    failed = [r for r in rows if r["critical"] and not r["success"]]
+    assert not failed, failed
+    results = delta(lake, "dq/results")
+    assert len(results[results.run_id == "it"]) == len(rows) and set(results.table_name) == set(
+        TABLES
+    )
+    assert (Path(lake) / "reports" / "it" / "index.html").exists()
+    # Rerunning the same run id replaces its rows.
+    validate(spark, lake, ["silver/families"], run_id="it")
+    results = delta(lake, "dq/results")
+    assert len(results[results.run_id == "it"]) == len(rows)
+
+
+def test_a_planted_violation_fails_a_critical_expectation(spark, pipeline, tmp_path):
+    _, _, lake, _ = pipeline
+    bad_lake = str(tmp_path / "bad")
+    families = spark.read.format("delta").load(f"{lake}/silver/families")
+    duplicated = families.unionByName(families.limit(1))
+    duplicated.write.format("delta").save(f"{bad_lake}/silver/families")
+    rows = validate(spark, bad_lake, ["silver/families"], run_id="bad")
+    failed = {r["expectation_type"] for r in rows if r["critical"] and not r["success"]}
+    assert failed == {"expect_column_values_to_be_unique"}

@@ -1,0 +1,80 @@
+"""Table contracts and the Delta writer: schema enforcement, idempotent overwrite, run log."""
+
+import pytest
+from deltalake import DeltaTable
+
+from schemas import TABLES, table
+from spark_jobs.lib.lake import JobRun, write_table
+
+pytestmark = pytest.mark.spark
+
+
+def test_every_contract_builds_a_spark_schema():
+    for spec in TABLES.values():
+        assert spec.spark_schema().fieldNames() == spec.column_names
+        assert set(spec.keys) <= set(spec.column_names) and set(spec.partition_by) <= set(
+            spec.column_names
+        )
+
+
+def families(spark, rows):
+    return spark.createDataFrame(rows, table("silver/families").spark_schema())
+
+
+ROW = ("F1", ["A-1"], ["US"], ["en"], 1, None, None)
+
+
+def test_write_rejects_frames_that_break_the_contract(spark, lake):
+    frame = families(spark, [ROW]).drop("n_members")
+    with pytest.raises(ValueError, match=r"silver/families.*missing \['n_members'\]"):
+        write_table(spark, frame, lake, "silver/families")
+    with pytest.raises(ValueError, match=r"unexpected \['extra'\]"):
+        write_table(
+            spark,
+            families(spark, [ROW]).selectExpr("*", "family_id AS extra"),
+            lake,
+            "silver/families",
+        )
+
+
+def test_not_null_columns_are_enforced_by_delta(spark, lake):
+    bad = spark.createDataFrame(
+        [(None, ["A-1"], None, None, 1, None, None)],
+        "family_id string, members array<string>, countries array<string>, "
+        "languages array<string>, n_members int, earliest_filing_date date, "
+        "earliest_publication_date date",
+    )
+    with pytest.raises(Exception, match=r"(?i)null|invariant"):
+        write_table(spark, bad, lake, "silver/families")
+
+
+def test_rewrite_replaces_rows_and_is_a_real_delta_table(spark, lake):
+    v1 = write_table(spark, families(spark, [ROW]), lake, "silver/families")
+    v2 = write_table(spark, families(spark, [ROW]), lake, "silver/families")
+    assert v2 == v1 + 1
+    dt = DeltaTable(f"{lake}/silver/families")
+    assert dt.version() == v2 and len(dt.to_pandas()) == 1
+
+
+def test_job_run_records_versions_and_counters(spark, lake):
+    write_table(spark, families(spark, [ROW]), lake, "silver/families")
+    with JobRun(spark, lake, "unit", {"a": 1}, run_id="r1") as job:
+        frame = job.read("silver/families")
+        job.write(frame, "silver/families")
+        job.count("rows", frame.count())
+    log = DeltaTable(f"{lake}/meta/job_runs").to_pandas()
+    row = log[log.run_id == "r1"].iloc[0]
+    assert row.status == "succeeded" and dict(row.metrics) == {"rows": 1}
+    assert dict(row.inputs) == {"silver/families": 1} and dict(row.outputs) == {
+        "silver/families": 2
+    }
+
+
+def test_failed_job_is_logged_with_its_error(spark, lake):
+    with (
+        pytest.raises(FileNotFoundError, match="run the job that writes it"),
+        JobRun(spark, lake, "unit", run_id="r2") as job,
+    ):
+        job.read("silver/patents")
+    log = DeltaTable(f"{lake}/meta/job_runs").to_pandas()
+    assert log[log.run_id == "r2"].iloc[0].status == "failed"
