@@ -15,7 +15,7 @@ SEED ?= 7
 DEMO_DIR := demo
 LAKE ?= $(DEMO_DIR)/lake
 
-.PHONY: help setup test lint format demo bench clean constraints
+.PHONY: help setup test lint format demo bench dist clean constraints
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
@@ -54,8 +54,18 @@ demo: setup  ## generate a sample corpus and run ingest -> curate -> split -> da
 bench: setup  ## ingest + curate throughput against a plain JSON -> Parquet copy
 	$(PY) benchmarks/ingest_curate.py --patents $${BENCH_PATENTS:-100000}
 
-constraints:  ## re-pin constraints.txt from the current venv
-	$(PY) -m pip freeze --exclude-editable | grep -v '^xembed' > constraints.txt.new && mv constraints.txt.new constraints.txt
+dist: setup  ## dist/xembed.zip: the Python packages, for spark-submit --py-files on a cluster
+	@mkdir -p dist
+	$(PY) -c "import pathlib, zipfile; \
+	z = zipfile.ZipFile('dist/xembed.zip', 'w', zipfile.ZIP_DEFLATED); \
+	[z.write(p) for pkg in ('spark_jobs', 'schemas', 'expectations', 'trainer') \
+	 for p in sorted(pathlib.Path(pkg).rglob('*')) if p.is_file() and '__pycache__' not in p.parts]"
+	@echo "wrote dist/xembed.zip"
+
+constraints:  ## re-pin constraints.txt from the current venv (keeps the header comments)
+	grep '^#' constraints.txt > constraints.txt.new
+	$(PY) -m pip freeze --exclude-editable | grep -v '^xembed' >> constraints.txt.new
+	mv constraints.txt.new constraints.txt
 
 clean:  ## remove demo output and caches (keeps .venv)
 	rm -rf $(DEMO_DIR) lake spark-warehouse metastore_db derby.log .pytest_cache .ruff_cache

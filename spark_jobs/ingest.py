@@ -93,7 +93,7 @@ def _count(job: JobRun, validated: DataFrame, checked: DataFrame, publications: 
     exact = checked.where(F.col("duplicate") == "exact").count()
     kept = publications.count()
     quarantine = job.read("quarantine").where(F.col("stage") == "ingest")
-    by_reason = {r["reason"].split(":")[0]: 0 for r in []}
+    by_reason: dict[str, int] = {}
     for row in quarantine.groupBy(F.split("reason", ":")[0].alias("reason")).count().collect():
         by_reason[row["reason"]] = row["count"]
     quarantined_records = sum(n for r, n in by_reason.items() if r != "citation_of_unknown_patent")

@@ -78,3 +78,12 @@ def test_failed_job_is_logged_with_its_error(spark, lake):
         job.read("silver/patents")
     log = DeltaTable(f"{lake}/meta/job_runs").to_pandas()
     assert log[log.run_id == "r2"].iloc[0].status == "failed"
+
+
+def test_docs_tables_md_is_generated_from_the_contracts():
+    from pathlib import Path
+
+    from schemas.__main__ import markdown
+
+    docs = Path(__file__).resolve().parents[1] / "docs" / "TABLES.md"
+    assert docs.read_text() == markdown([]) + "\n", "run: python -m schemas > docs/TABLES.md"

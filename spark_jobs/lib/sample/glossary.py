@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
+from importlib.resources import files
 
 LANGS = ("en", "zh", "ja")
 
@@ -55,7 +55,12 @@ _KIND_TO_FIELD = {
 def load_glossary() -> Glossary:
     """Parse every glossary_*.tsv (kind, key, en, zh, ja); '#' lines are comments."""
     buckets: dict[str, list[Term]] = {name: [] for name in _KIND_TO_FIELD.values()}
-    for path in sorted(Path(__file__).parent.glob("glossary_*.tsv")):
+    # importlib.resources also reads from the zip shipped to executors with --py-files.
+    package = files("spark_jobs.lib.sample")
+    paths = sorted(
+        (p for p in package.iterdir() if p.name.startswith("glossary_")), key=lambda p: p.name
+    )
+    for path in paths:
         for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if not line.strip() or line.startswith("#"):
                 continue

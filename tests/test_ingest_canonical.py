@@ -1,0 +1,89 @@
+"""The canonical input format (one patent per row, one citation per row) through ingest."""
+
+import json
+
+import pytest
+from deltalake import DeltaTable
+
+from spark_jobs import ingest
+
+pytestmark = pytest.mark.spark
+
+
+def write_jsonl(path, rows):
+    """Rows as JSON lines; a str row is written verbatim (a broken line)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = [r if isinstance(r, str) else json.dumps(r, ensure_ascii=False) for r in rows]
+    path.write_text("".join(line + "\n" for line in lines))
+
+
+def patent(number, family, lang="en", **extra):
+    row = {
+        "publication_number": number,
+        "family_id": family,
+        "country_code": number[:2],
+        "kind_code": "A1",
+        "lang": lang,
+        "title": "Cup",
+        "abstract": "A cup.",
+        "claims": "1. A cup.",
+        "description": "Cups.",
+        "publication_date": "2021-03-04",
+        "filing_date": "20200102",
+        "ipc": ["A47G19/00"],
+    }
+    row.update(extra)
+    return row
+
+
+def test_canonical_ingest_types_resolves_and_quarantines(spark, tmp_path):
+    source, lake = tmp_path / "canonical", str(tmp_path / "lake")
+    write_jsonl(
+        source / "patents" / "part-0.jsonl",
+        [
+            patent("EP-1-A1", "10"),
+            patent(
+                "CN-2-A",
+                "10",
+                lang="zh-CN",
+                title="杯子",
+                abstract="一种杯子。",
+                claims="1. 一种杯子。",
+            ),
+            patent("JP-3-A", "11", lang="ja", filing_date="2020-02-30"),  # impossible date
+            "{not json",
+        ],
+    )
+    write_jsonl(
+        source / "citations" / "part-0.jsonl",
+        [
+            {"citing": "EP-1-A1", "cited": "CN-2-A", "category": "X", "source": "SEA"},
+            {"citing": "EP-1-A1", "cited": "US-9-B2", "category": "Y,A", "source": "ISR"},
+            {
+                "citing": "JP-3-A",
+                "cited": "EP-1-A1",
+                "category": "X",
+                "source": "ISR",
+            },  # citing quarantined
+        ],
+    )
+
+    metrics = ingest.run(spark, lake, str(source), "canonical")
+
+    pubs = DeltaTable(f"{lake}/bronze/publications").to_pandas().set_index("publication_number")
+    assert sorted(pubs.index) == ["CN-2-A", "EP-1-A1"]
+    assert pubs.loc["CN-2-A", "abstract_localized"][0]["language"] == "zh"
+    assert str(pubs.loc["EP-1-A1", "filing_date"]) == "2020-01-02"
+    assert pubs.loc["EP-1-A1", "ipc"][0]["first"]
+    cites = DeltaTable(f"{lake}/bronze/citations").to_pandas().sort_values("cited")
+    assert [(c.cited, c.category, c.is_x, c.resolved) for c in cites.itertuples()] == [
+        ("CN-2-A", "X", True, True),
+        ("US-9-B2", "AY", False, False),
+    ]
+    quarantine = DeltaTable(f"{lake}/quarantine").to_pandas()
+    assert sorted(quarantine.reason) == [
+        "citation_of_unknown_patent",
+        "invalid_date:filing_date",
+        "unparseable_json",
+    ]
+    assert metrics["records_total"] == 4 and metrics["records_kept"] == 2
