@@ -44,15 +44,18 @@ format: setup
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-demo: setup  ## generate a sample corpus and run ingest -> curate -> split -> data quality
+demo: setup  ## sample corpus -> ingest -> curate -> split -> data quality -> Stage I pairs -> shards
 	spark-submit spark_jobs/generate_sample.py --out $(DEMO_DIR)/sample --patents $(SAMPLE_PATENTS) --seed $(SEED)
 	spark-submit spark_jobs/ingest.py --lake $(LAKE) --input $(DEMO_DIR)/sample --format google_patents
 	spark-submit spark_jobs/curate.py --lake $(LAKE)
 	spark-submit spark_jobs/split.py --lake $(LAKE) --eval-cutoff 2025-01-01
 	$(PY) -m expectations.run --lake $(LAKE) --tables all --run-id demo
+	spark-submit spark_jobs/build_pairs.py --lake $(LAKE) --seed $(SEED)
+	spark-submit spark_jobs/export_training.py --lake $(LAKE) --dataset stage1 --format parquet --out $(DEMO_DIR)/shards/stage1
 
-bench: setup  ## ingest + curate throughput against a plain JSON -> Parquet copy
+bench: setup  ## benchmarks (JSON under benchmarks/results/): ingest+curate, build_pairs
 	$(PY) benchmarks/ingest_curate.py --patents $${BENCH_PATENTS:-100000}
+	$(PY) benchmarks/build_pairs.py --patents $${BENCH_PATENTS:-100000}
 
 dist: setup  ## dist/xembed.zip: the Python packages, for spark-submit --py-files on a cluster
 	@mkdir -p dist

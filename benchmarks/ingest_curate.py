@@ -12,30 +12,22 @@ and writes benchmarks/results/ingest_curate.json with the ratio to the baseline.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
 import shutil
 import sys
-import time
-from datetime import UTC, datetime
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent
-
-
-def _size(path: Path) -> int:
-    return sum(
-        p.stat().st_size for p in path.rglob("*") if p.is_file() and not p.name.startswith(".")
-    )
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import machine, size_bytes, timed, write_result
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--patents", type=int, default=100_000)
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--work", default=str(ROOT / "work"), help="scratch folder (deleted first)")
-    parser.add_argument("--out", default=str(ROOT / "results" / "ingest_curate.json"))
+    parser.add_argument(
+        "--work", default=str(Path(__file__).resolve().parent / "work" / "ingest_curate")
+    )
+    parser.add_argument("--out", default=None, help="result JSON (default benchmarks/results/)")
     parser.add_argument("--master", default="local[*]")
     args = parser.parse_args(argv)
 
@@ -48,67 +40,45 @@ def main(argv: list[str] | None = None) -> int:
     work.mkdir(parents=True)
     spark = build_session("xembed-bench-ingest-curate", args.master)
     sample, lake = work / "sample", work / "lake"
+    seconds: dict[str, float] = {}
+    with timed("generate", seconds):
+        manifest = generate(spark, str(sample), args.patents, args.seed, 0.02)
+    with timed("baseline_json_to_parquet", seconds):
+        spark.read.json(str(sample)).write.mode("overwrite").parquet(str(work / "baseline"))
+    with timed("ingest", seconds):
+        ingest_metrics = ingest.run(spark, str(lake), str(sample), "google_patents")
+    with timed("curate", seconds):
+        curate_metrics = curate.run(spark, str(lake))
+    seconds["ingest_plus_curate"] = round(seconds["ingest"] + seconds["curate"], 2)
 
-    t = time.perf_counter()
-    manifest = generate(spark, str(sample), args.patents, args.seed, 0.02)
-    generate_s = time.perf_counter() - t
-    print(f"generated {args.patents:,} patents in {generate_s:.1f}s", file=sys.stderr)
-
-    t = time.perf_counter()
-    spark.read.json(str(sample)).write.mode("overwrite").parquet(str(work / "baseline"))
-    baseline_s = time.perf_counter() - t
-    print(f"baseline JSON -> Parquet copy: {baseline_s:.1f}s", file=sys.stderr)
-
-    t = time.perf_counter()
-    ingest_metrics = ingest.run(spark, str(lake), str(sample), "google_patents")
-    ingest_s = time.perf_counter() - t
-    t = time.perf_counter()
-    curate_metrics = curate.run(spark, str(lake))
-    curate_s = time.perf_counter() - t
-
-    total_s = ingest_s + curate_s
-    result = {
-        "benchmark": "ingest_curate",
-        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": {
-            "cpus": os.cpu_count(),
-            "platform": platform.platform(),
-            "python": platform.python_version(),
-            "spark_master": args.master,
-        },
-        "patents": args.patents,
-        "input_lines": manifest["lines"],
-        "input_bytes_gzip": _size(sample),
-        "baseline_parquet_bytes": _size(work / "baseline"),
-        "seconds": {
-            "generate": round(generate_s, 2),
-            "baseline_json_to_parquet": round(baseline_s, 2),
-            "ingest": round(ingest_s, 2),
-            "curate": round(curate_s, 2),
-            "ingest_plus_curate": round(total_s, 2),
-        },
-        "patents_per_second": {
-            "baseline": round(args.patents / baseline_s, 1),
-            "ingest": round(args.patents / ingest_s, 1),
-            "curate": round(args.patents / curate_s, 1),
-            "ingest_plus_curate": round(args.patents / total_s, 1),
-        },
-        "ratio_ingest_plus_curate_to_baseline": round(total_s / baseline_s, 2),
-        "rows": {
-            "bronze_publications": ingest_metrics["records_kept"],
-            "citations": ingest_metrics["citations_total"],
-            "silver_patents": curate_metrics["patents_out"],
-            "silver_claims": curate_metrics["claims"],
-        },
+    per_s = {
+        k: round(args.patents / seconds[k], 1)
+        for k in ("baseline_json_to_parquet", "ingest", "curate", "ingest_plus_curate")
     }
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n")
-    print(json.dumps(result, indent=2))
+    ratio = round(seconds["ingest_plus_curate"] / seconds["baseline_json_to_parquet"], 2)
+    write_result(
+        "ingest_curate",
+        {
+            "machine": machine(args.master),
+            "patents": args.patents,
+            "input_lines": manifest["lines"],
+            "input_bytes_gzip": size_bytes(sample),
+            "baseline_parquet_bytes": size_bytes(work / "baseline"),
+            "seconds": seconds,
+            "patents_per_second": per_s,
+            "ratio_ingest_plus_curate_to_baseline": ratio,
+            "rows": {
+                "bronze_publications": ingest_metrics["records_kept"],
+                "citations": ingest_metrics["citations_total"],
+                "silver_patents": curate_metrics["patents_out"],
+                "silver_claims": curate_metrics["claims"],
+            },
+        },
+        args.out,
+    )
     print(
-        f"ingest+curate / baseline = {result['ratio_ingest_plus_curate_to_baseline']}x "
-        f"({result['patents_per_second']['ingest_plus_curate']} vs "
-        f"{result['patents_per_second']['baseline']} patents/s)"
+        f"ingest+curate / baseline = {ratio}x ({per_s['ingest_plus_curate']} vs "
+        f"{per_s['baseline_json_to_parquet']} patents/s)"
     )
     return 0
 

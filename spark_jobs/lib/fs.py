@@ -36,3 +36,9 @@ def write_text(spark: SparkSession, path: str, text: str) -> None:
 
 def read_text(spark: SparkSession, path: str) -> str:
     return "\n".join(r.value for r in spark.read.text(path).collect())
+
+
+def delete(spark: SparkSession, path: str) -> None:
+    fs, hpath = _fs(spark, path)
+    if fs.exists(hpath):
+        fs.delete(hpath, True)

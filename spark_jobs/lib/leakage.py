@@ -79,3 +79,30 @@ def audit_no_leakage(
             f"e.g. {', '.join(examples)}"
         )
     return report
+
+
+def write_audited(job, df: DataFrame, name: str, **columns) -> int:
+    """Write ``name`` through ``job``, audit what was written, and undo the write on a leak.
+
+    On a leak the table is restored to its previous version before LeakageError propagates,
+    so no reader ever sees leaked rows as the current version.
+    """
+    from delta.tables import DeltaTable
+
+    from schemas import table
+    from spark_jobs.lib.lake import ensure_table, latest_version, table_path
+
+    path = table_path(job.lake, name)
+    ensure_table(job.spark, path, table(name))
+    previous = latest_version(job.spark, path)
+    version = job.write(df, name)
+    patents = job.read("silver/patents")
+    excluded = job.read("silver/excluded_families")
+    try:
+        report = audit_no_leakage(job.read(name), name, patents, excluded, **columns)
+    except LeakageError:
+        DeltaTable.forPath(job.spark, path).restoreToVersion(previous)
+        job.info(f"leak found: restored {name} to version {previous}")
+        raise
+    job.count(f"audit_rows_{name.rsplit('/', 1)[-1]}", report.rows_checked)
+    return version

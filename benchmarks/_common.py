@@ -1,0 +1,49 @@
+"""Shared pieces of the benchmark scripts: machine facts, result files, lake preparation."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import time
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def machine(master: str) -> dict:
+    return {
+        "cpus": os.cpu_count(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "spark_master": master,
+    }
+
+
+def size_bytes(path: Path) -> int:
+    return sum(
+        p.stat().st_size for p in path.rglob("*") if p.is_file() and not p.name.startswith(".")
+    )
+
+
+@contextmanager
+def timed(label: str, into: dict):
+    start = time.perf_counter()
+    yield
+    into[label] = round(time.perf_counter() - start, 2)
+    print(f"{label}: {into[label]:.1f}s", flush=True)
+
+
+def write_result(name: str, result: dict, out: str | None = None) -> Path:
+    result = {
+        "benchmark": name,
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        **result,
+    }
+    path = Path(out) if out else RESULTS / f"{name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result, indent=2))
+    return path

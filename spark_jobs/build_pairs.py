@@ -1,0 +1,126 @@
+"""Build Stage I weakly supervised pairs (gold/stage1_pairs) and their counts (gold/stage1_stats).
+
+spark-submit spark_jobs/build_pairs.py --lake ./lake [--recipe xembed|r3] [--max-pairs N] [--seed S]
+"""
+
+from __future__ import annotations
+
+import sys
+
+from pyspark import StorageLevel
+from pyspark.sql import SparkSession
+
+from spark_jobs.lib import pairs as P
+from spark_jobs.lib.lake import JobRun
+from spark_jobs.lib.leakage import write_audited
+from spark_jobs.lib.session import build_session, job_arguments
+
+
+def run(
+    spark: SparkSession,
+    lake: str,
+    recipe: str = "xembed",
+    max_pairs: int | None = None,
+    family_cap: int | None = None,
+    seed: int = 13,
+    run_id: str | None = None,
+    args: dict | None = None,
+) -> dict[str, int]:
+    args = args or {
+        "recipe": recipe,
+        "max_pairs": max_pairs,
+        "family_cap": family_cap,
+        "seed": seed,
+    }
+    with JobRun(spark, lake, "build_pairs", args, run_id) as job:
+        views = P.training_views(job.read("silver/views"), job.read("silver/excluded_families"))
+        candidates = P.candidate_pairs(P.view_keys(views), recipe).persist(
+            StorageLevel.MEMORY_AND_DISK
+        )
+        distinct = P.drop_identical(candidates)
+        deduped = P.drop_duplicate_texts(distinct).persist(StorageLevel.MEMORY_AND_DISK)
+        pairs = deduped
+        if family_cap:
+            pairs = P.cap_per_family(pairs, family_cap, seed)
+        counts = {r["pair_type"]: r["count"] for r in pairs.groupBy("pair_type").count().collect()}
+        if max_pairs is not None:
+            pairs = P.sample_pairs(pairs, P.quotas(counts, max_pairs), counts, seed)
+
+        write_audited(
+            job,
+            pairs.select(*P.PAIR_COLUMNS),
+            "gold/stage1_pairs",
+            id_columns=("anchor_id", "positive_id"),
+            family_columns=("family_id",),
+        )
+        written = job.read("gold/stage1_pairs")
+        job.write(P.stats(written), "gold/stage1_stats")
+
+        job.count("pairs_candidates", candidates.count())
+        job.count("dropped_identical_text", job.metrics["pairs_candidates"] - distinct.count())
+        job.count("dropped_duplicate_text_pair", distinct.count() - deduped.count())
+        job.count("dropped_family_cap", deduped.count() - sum(counts.values()))
+        job.count("pairs_written", written.count())
+        job.count("dropped_max_pairs", sum(counts.values()) - job.metrics["pairs_written"])
+        candidates.unpersist()
+        deduped.unpersist()
+        _print_stats(job)
+        return job.metrics
+
+
+def _print_stats(job: JobRun) -> None:
+    rows = (
+        job.read("gold/stage1_stats").orderBy("pair_type", "anchor_lang", "positive_lang").collect()
+    )
+    job.info(f"{'pair type':<12} {'anchor':>6} {'positive':>8} {'pairs':>12}")
+    for r in rows:
+        job.info(
+            f"{r['pair_type']:<12} {r['anchor_lang']:>6} {r['positive_lang']:>8} {r['n_pairs']:>12,d}"
+        )
+    for pair_type in sorted({r["pair_type"] for r in rows}):
+        n = sum(r["n_pairs"] for r in rows if r["pair_type"] == pair_type)
+        job.count(f"pairs_{pair_type}", n)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = job_arguments(__doc__.splitlines()[0])
+    parser.add_argument(
+        "--recipe",
+        choices=sorted(P.RECIPES),
+        default="xembed",
+        help="xembed: ABS-CLAIM, CLAIM-DESC, ABS-ABS, CLAIM-CLAIM; r3: ABS-FIC",
+    )
+    parser.add_argument(
+        "--max-pairs",
+        type=int,
+        default=None,
+        help="sample this many pairs, proportionally across pair types",
+    )
+    parser.add_argument(
+        "--family-cap",
+        type=int,
+        default=None,
+        help="at most this many pairs per family and pair type",
+    )
+    parser.add_argument("--seed", type=int, default=13)
+    args = parser.parse_args(argv)
+    for flag in ("max_pairs", "family_cap"):
+        value = getattr(args, flag)
+        if value is not None and value < 1:
+            parser.error(f"--{flag.replace('_', '-')} must be >= 1, got {value}")
+    spark = build_session("xembed-build-pairs", args.master)
+    run(
+        spark,
+        args.lake,
+        args.recipe,
+        args.max_pairs,
+        args.family_cap,
+        args.seed,
+        args.run_id,
+        vars(args),
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,108 @@
+"""Export a training dataset from the lake into streamable shards with a manifest.
+
+    spark-submit spark_jobs/export_training.py --lake ./lake --dataset stage1 \
+        --format parquet|swift_jsonl --out DIR [--rows-per-shard N] [--max-chars N]
+"""
+
+from __future__ import annotations
+
+import sys
+
+from pyspark.sql import SparkSession
+
+from spark_jobs.lib import export as X
+from spark_jobs.lib.lake import JobRun
+from spark_jobs.lib.session import build_session, job_arguments
+
+DATASETS = {
+    # dataset -> (table, key columns that order and shard the rows)
+    "stage1": (
+        "gold/stage1_pairs",
+        ("pair_type", "anchor_id", "anchor_lang", "positive_id", "positive_lang"),
+    ),
+}
+
+
+def run(
+    spark: SparkSession,
+    lake: str,
+    dataset: str,
+    fmt: str,
+    out: str,
+    rows_per_shard: int = 100_000,
+    max_chars: int | None = None,
+    seed: int = 13,
+    run_id: str | None = None,
+    args: dict | None = None,
+) -> dict:
+    """Write the shards and _manifest.json under ``out``; returns the manifest."""
+    if dataset not in DATASETS:
+        raise ValueError(f"--dataset must be one of {sorted(DATASETS)}, got {dataset!r}")
+    table, keys = DATASETS[dataset]
+    args = args or {
+        "dataset": dataset,
+        "format": fmt,
+        "out": out,
+        "rows_per_shard": rows_per_shard,
+        "max_chars": max_chars,
+        "seed": seed,
+    }
+    with JobRun(spark, lake, "export_training", args, run_id) as job:
+        rows = X.stage1_rows(job.read(table), job.read("silver/views"), max_chars)
+        shards = X.write_shards(spark, rows, out, fmt, rows_per_shard, seed, keys)
+        counts, content_hash = X.shard_counts_and_hash(spark, out, fmt)
+        manifest = {
+            "dataset": dataset,
+            "format": fmt,
+            "rows": sum(counts.values()),
+            "shards": [{"file": s["file"], "rows": counts.get(s["file"], 0)} for s in shards],
+            "columns": rows.columns if fmt == "parquet" else ["messages", "positive_messages"],
+            "delta_versions": dict(job.inputs),
+            "content_hash": content_hash,
+            "max_chars": max_chars,
+            "seed": seed,
+            "run_id": job.run_id,
+        }
+        X.write_manifest(spark, out, manifest)
+        job.count("rows", manifest["rows"])
+        job.count("shards", len(shards))
+        job.info(
+            f"{manifest['rows']:,} rows in {len(shards)} shards under {out} "
+            f"(content hash {content_hash})"
+        )
+        return manifest
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = job_arguments(__doc__.splitlines()[0])
+    parser.add_argument("--dataset", choices=sorted(DATASETS), required=True)
+    parser.add_argument("--format", choices=X.FORMATS, default="parquet")
+    parser.add_argument("--out", required=True, help="output folder (any Spark URI)")
+    parser.add_argument("--rows-per-shard", type=int, default=100_000)
+    parser.add_argument(
+        "--max-chars", type=int, default=None, help="cap every text at N characters"
+    )
+    parser.add_argument("--seed", type=int, default=13)
+    args = parser.parse_args(argv)
+    if args.rows_per_shard < 1:
+        parser.error(f"--rows-per-shard must be >= 1, got {args.rows_per_shard}")
+    if args.max_chars is not None and args.max_chars < 1:
+        parser.error(f"--max-chars must be >= 1, got {args.max_chars}")
+    spark = build_session("xembed-export-training", args.master)
+    run(
+        spark,
+        args.lake,
+        args.dataset,
+        args.format,
+        args.out,
+        args.rows_per_shard,
+        args.max_chars,
+        args.seed,
+        args.run_id,
+        vars(args),
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,140 @@
+"""Materialize training text into shards a trainer can stream, with a manifest.
+
+Formats: ``parquet`` (one row per example, text columns) and ``swift_jsonl`` (the ms-swift
+InfoNCE format: ``messages`` / ``positive_messages`` [/ ``negative_messages``]).
+Shard membership and row order come from a seeded hash of the example keys, so a rerun
+with the same inputs and seed writes identical shards.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import UTC, datetime
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from spark_jobs.lib import fs
+from spark_jobs.lib.pairs import uniform
+
+FORMATS = ("parquet", "swift_jsonl")
+_HASH_MOD = 2_305_843_009_213_693_951  # 2**61 - 1
+
+
+def _text(views: DataFrame, prefix: str, max_chars: int | None) -> DataFrame:
+    text = F.col("text") if not max_chars else F.substring("text", 1, max_chars)
+    return views.select(
+        F.col("publication_number").alias(f"{prefix}_id"),
+        F.col("lang").alias(f"{prefix}_lang"),
+        F.col("view").alias(f"{prefix}_view"),
+        text.alias(f"{prefix}_text"),
+    )
+
+
+def stage1_rows(pairs: DataFrame, views: DataFrame, max_chars: int | None = None) -> DataFrame:
+    """Pairs joined with their anchor and positive texts (optionally capped per view)."""
+    keys = ["id", "lang", "view"]
+    anchor = _text(views, "anchor", max_chars)
+    positive = _text(views, "positive", max_chars)
+    return (
+        pairs.join(anchor, [f"anchor_{k}" for k in keys])
+        .join(positive, [f"positive_{k}" for k in keys])
+        .select(
+            "pair_type",
+            "family_id",
+            "anchor_id",
+            "anchor_lang",
+            "anchor_view",
+            "anchor_text",
+            "positive_id",
+            "positive_lang",
+            "positive_view",
+            "positive_text",
+        )
+    )
+
+
+def _message(text: Column) -> Column:
+    return F.array(F.struct(F.lit("user").alias("role"), text.alias("content")))
+
+
+def swift_lines(rows: DataFrame) -> DataFrame:
+    """ms-swift InfoNCE JSON lines: messages (anchor), positive_messages (list of messages)."""
+    record = [
+        _message(F.col("anchor_text")).alias("messages"),
+        F.array(_message(F.col("positive_text"))).alias("positive_messages"),
+    ]
+    if "negative_texts" in rows.columns:
+        record.append(F.transform("negative_texts", _message).alias("negative_messages"))
+    keep = [c for c in rows.columns if c.startswith("_")]
+    return rows.select(*keep, F.to_json(F.struct(*record)).alias("value"))
+
+
+def write_shards(
+    spark: SparkSession,
+    rows: DataFrame,
+    out: str,
+    fmt: str,
+    rows_per_shard: int,
+    seed: int,
+    key_columns: tuple[str, ...],
+) -> list[dict]:
+    """Write ``rows`` as shard-NNNNN files under ``out``; returns [{file, rows}] in order."""
+    if fmt not in FORMATS:
+        raise ValueError(f"--format must be one of {FORMATS}, got {fmt!r}")
+    total = rows.count()
+    n_shards = max(1, math.ceil(total / rows_per_shard))
+    keyed = rows.withColumn("_u", uniform(seed, *key_columns)).withColumn(
+        "_shard", F.least(F.floor(F.col("_u") * n_shards).cast("int"), F.lit(n_shards - 1))
+    )
+    if fmt == "swift_jsonl":
+        keyed = swift_lines(keyed)
+    ordered = keyed.repartition(n_shards, "_shard").sortWithinPartitions("_shard", "_u")
+    staging = f"{out}/_staging"
+    writer = ordered.drop("_u").write.mode("overwrite").partitionBy("_shard")
+    if fmt == "parquet":
+        writer.parquet(staging)
+    else:
+        writer.text(staging)
+    suffix = "parquet" if fmt == "parquet" else "jsonl"
+    for name in fs.list_names(spark, out):
+        if name.startswith("shard-"):
+            fs.delete(spark, f"{out}/{name}")
+    shards = []
+    for name in fs.list_names(spark, staging):
+        if not name.startswith("_shard="):
+            continue
+        index = int(name.split("=", 1)[1])
+        parts = [p for p in fs.list_names(spark, f"{staging}/{name}") if p.startswith("part-")]
+        if len(parts) != 1:
+            raise RuntimeError(f"shard {index}: expected one file, found {parts}")
+        target = f"shard-{index:05d}.{suffix}"
+        fs.rename(spark, f"{staging}/{name}/{parts[0]}", f"{out}/{target}")
+        shards.append({"file": target, "index": index})
+    fs.delete(spark, staging)
+    return sorted(shards, key=lambda s: s["index"])
+
+
+def shard_counts_and_hash(spark: SparkSession, out: str, fmt: str) -> tuple[dict[str, int], str]:
+    """Rows per shard file and an order-independent hash of every row, read back from disk."""
+    if fmt == "parquet":
+        frame = spark.read.parquet(f"{out}/shard-*.parquet")
+        row_hash = F.xxhash64(*[F.col(c) for c in sorted(frame.columns)])
+    else:
+        frame = spark.read.text(f"{out}/shard-*.jsonl")
+        row_hash = F.xxhash64("value")
+    per_file = frame.groupBy(F.col("_metadata.file_name").alias("file")).agg(
+        F.count("*").alias("rows"),
+        F.sum(F.pmod(row_hash, F.lit(_HASH_MOD)).cast("decimal(38,0)")).alias("h"),
+    )
+    counts, total = {}, 0
+    for r in per_file.collect():  # one small row per shard
+        counts[r["file"]] = r["rows"]
+        total = (total + int(r["h"])) % _HASH_MOD
+    return counts, f"{total:016x}"
+
+
+def write_manifest(spark: SparkSession, out: str, manifest: dict) -> None:
+    manifest = {**manifest, "created_at": datetime.now(UTC).isoformat(timespec="seconds")}
+    fs.write_text(spark, f"{out}/_manifest.json", json.dumps(manifest, indent=2, sort_keys=True))

@@ -1,0 +1,231 @@
+"""Stage I pairs on a hand-built corpus with known answers, and the training-shard export."""
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from deltalake import DeltaTable
+
+from schemas import table
+from spark_jobs import build_pairs, export_training
+from spark_jobs.lib.lake import JobRun, write_table
+from spark_jobs.lib.leakage import LeakageError, write_audited
+from spark_jobs.lib.pairs import quotas
+
+pytestmark = pytest.mark.spark
+
+# (publication, family, lang, view, text)
+VIEWS = [
+    ("US-1-B2", "F1", "en", "ABS", "A cup with a handle."),
+    ("US-1-B2", "F1", "en", "CLAIM", "1. A cup comprising a handle."),
+    ("US-1-B2", "F1", "en", "DESC", "The cup has a handle 10."),
+    ("US-1-B2", "F1", "en", "FIC", "A cup comprising a handle."),
+    ("CN-1-A", "F1", "zh", "ABS", "一种带把手的杯子。"),
+    ("CN-1-A", "F1", "zh", "CLAIM", "1. 一种杯子，包括把手。"),
+    ("CN-1-A", "F1", "en", "ABS", "A cup having a handle (machine translation)."),
+    ("JP-1-A", "F1", "ja", "ABS", "取っ手付きカップ。"),
+    ("JP-1-A", "F1", "ja", "CLAIM", "【請求項１】取っ手を備えるカップ。"),
+    ("JP-1-A", "F1", "ja", "DESC", "カップは取っ手１０を有する。"),
+    ("EP-2-A1", "F2", "en", "ABS", "A lid for a cup."),
+    ("EP-2-A1", "F2", "en", "CLAIM", "1. A lid."),
+    ("EP-2-A1", "F2", "en", "DESC", "The lid 20 closes the cup."),
+    ("US-2-A1", "F2", "en", "ABS", "A lid for a cup."),  # same texts as EP-2: duplicate pair
+    ("US-2-A1", "F2", "en", "CLAIM", "1. A lid."),
+    ("US-3-A1", "F3", "en", "ABS", "A saucer."),
+    ("US-3-A1", "F3", "en", "CLAIM", "1. A saucer."),
+    ("US-3-A1", "F3", "en", "DESC", "1. A saucer."),  # identical to its claims: no CLAIM-DESC
+    ("CN-9-A", "F9", "zh", "ABS", "一种茶壶。"),  # F9 is an evaluation family
+    ("CN-9-A", "F9", "zh", "CLAIM", "1. 一种茶壶。"),
+    ("US-9-A1", "F9", "en", "ABS", "A teapot."),
+    ("US-9-A1", "F9", "en", "CLAIM", "1. A teapot."),
+]
+
+EXPECTED = {
+    ("ABS-CLAIM", "US-1-B2", "en", "US-1-B2", "en"),
+    ("ABS-CLAIM", "CN-1-A", "zh", "CN-1-A", "zh"),
+    ("ABS-CLAIM", "JP-1-A", "ja", "JP-1-A", "ja"),
+    ("ABS-CLAIM", "EP-2-A1", "en", "EP-2-A1", "en"),
+    ("ABS-CLAIM", "US-3-A1", "en", "US-3-A1", "en"),
+    ("CLAIM-DESC", "US-1-B2", "en", "US-1-B2", "en"),
+    ("CLAIM-DESC", "JP-1-A", "ja", "JP-1-A", "ja"),
+    ("CLAIM-DESC", "EP-2-A1", "en", "EP-2-A1", "en"),
+    ("ABS-ABS", "CN-1-A", "zh", "JP-1-A", "ja"),
+    ("ABS-ABS", "CN-1-A", "en", "JP-1-A", "ja"),
+    ("ABS-ABS", "CN-1-A", "zh", "US-1-B2", "en"),
+    ("ABS-ABS", "JP-1-A", "ja", "US-1-B2", "en"),
+    ("CLAIM-CLAIM", "CN-1-A", "zh", "JP-1-A", "ja"),
+    ("CLAIM-CLAIM", "CN-1-A", "zh", "US-1-B2", "en"),
+    ("CLAIM-CLAIM", "JP-1-A", "ja", "US-1-B2", "en"),
+}
+
+
+@pytest.fixture
+def corpus(spark, lake):
+    views = pd.DataFrame(VIEWS, columns=["publication_number", "family_id", "lang", "view", "text"])
+    views["n_chars"] = views.text.str.len()
+    write_table(
+        spark,
+        spark.createDataFrame(views, table("silver/views").spark_schema()),
+        lake,
+        "silver/views",
+    )
+    patents = views.groupby("publication_number").agg(
+        family_id=("family_id", "first"), languages=("lang", lambda s: sorted(set(s)))
+    )
+    rows = [
+        (
+            pn,
+            r.family_id,
+            None,
+            pn[:2],
+            None,
+            None,
+            pd.Timestamp("2020-01-01").date(),
+            None,
+            "A",
+            [],
+            [],
+            r.languages,
+            r.languages[0],
+        )
+        for pn, r in patents.iterrows()
+    ]
+    write_table(
+        spark,
+        spark.createDataFrame(rows, table("silver/patents").spark_schema()),
+        lake,
+        "silver/patents",
+    )
+    write_table(
+        spark,
+        spark.createDataFrame(
+            [("F9", ["CN-9-A"])], table("silver/excluded_families").spark_schema()
+        ),
+        lake,
+        "silver/excluded_families",
+    )
+    return lake
+
+
+def pair_rows(lake):
+    frame = DeltaTable(f"{lake}/gold/stage1_pairs").to_pandas()
+    return frame, {
+        tuple(r)
+        for r in frame[
+            ["pair_type", "anchor_id", "anchor_lang", "positive_id", "positive_lang"]
+        ].itertuples(index=False)
+    }
+
+
+def test_xembed_pairs_are_exactly_the_expected_rows(spark, corpus):
+    metrics = build_pairs.run(spark, corpus)
+    frame, got = pair_rows(corpus)
+    assert got == EXPECTED
+    assert len(frame) == len(EXPECTED)  # one row per unordered pair
+    assert set(frame.family_id) == {"F1", "F2", "F3"}
+    views = dict(
+        zip(frame.pair_type, zip(frame.anchor_view, frame.positive_view, strict=True), strict=True)
+    )
+    assert views == {
+        "ABS-CLAIM": ("ABS", "CLAIM"),
+        "CLAIM-DESC": ("CLAIM", "DESC"),
+        "ABS-ABS": ("ABS", "ABS"),
+        "CLAIM-CLAIM": ("CLAIM", "CLAIM"),
+    }
+    assert metrics["dropped_identical_text"] == 1 and metrics["dropped_duplicate_text_pair"] == 1
+    stats = DeltaTable(f"{corpus}/gold/stage1_stats").to_pandas()
+    assert stats.n_pairs.sum() == len(EXPECTED)
+    assert (
+        stats.set_index(["pair_type", "anchor_lang", "positive_lang"]).n_pairs[
+            ("ABS-ABS", "zh", "ja")
+        ]
+        == 1
+    )
+
+
+def test_r3_recipe_pairs_abstract_with_first_independent_claim(spark, corpus):
+    build_pairs.run(spark, corpus, recipe="r3")
+    _, got = pair_rows(corpus)
+    assert got == {("ABS-FIC", "US-1-B2", "en", "US-1-B2", "en")}
+
+
+def test_family_cap_and_max_pairs_sample_deterministically(spark, corpus):
+    build_pairs.run(spark, corpus, family_cap=1, seed=3)
+    capped, rows = pair_rows(corpus)
+    assert capped.groupby(["family_id", "pair_type"]).size().max() == 1
+    assert len(capped) == 4 + 2 + 1  # F1: every type; F2: ABS-CLAIM, CLAIM-DESC; F3: ABS-CLAIM
+    assert rows <= EXPECTED
+    build_pairs.run(spark, corpus, max_pairs=7, seed=5)
+    first_frame, first = pair_rows(corpus)
+    build_pairs.run(spark, corpus, max_pairs=7, seed=5)
+    second_frame, second = pair_rows(corpus)
+    assert first == second and len(second_frame) == 7  # identical rows, replaced not appended
+    assert first <= EXPECTED
+    counts = first_frame.pair_type.value_counts().to_dict()
+    assert counts == quotas({"ABS-CLAIM": 5, "CLAIM-DESC": 3, "ABS-ABS": 4, "CLAIM-CLAIM": 3}, 7)
+
+
+def test_quotas_are_proportional_and_exact():
+    assert quotas({"a": 50, "b": 30, "c": 20}, 10) == {"a": 5, "b": 3, "c": 2}
+    assert sum(quotas({"a": 7, "b": 7, "c": 7}, 10).values()) == 10
+    assert quotas({"a": 3}, 10) == {"a": 3}
+
+
+def test_a_leaking_write_is_undone_and_fails(spark, corpus):
+    build_pairs.run(spark, corpus)
+    before = DeltaTable(f"{corpus}/gold/stage1_pairs").to_pandas()
+    leak = spark.createDataFrame(
+        [("ABS-ABS", "CN-9-A", "zh", "ABS", "US-9-A1", "en", "ABS", "F9")],
+        table("gold/stage1_pairs").spark_schema(),
+    )
+    with (
+        pytest.raises(LeakageError, match="gold/stage1_pairs"),
+        JobRun(spark, corpus, "leak-test") as job,
+    ):
+        write_audited(
+            job,
+            leak,
+            "gold/stage1_pairs",
+            id_columns=("anchor_id", "positive_id"),
+            family_columns=("family_id",),
+        )
+    after = DeltaTable(f"{corpus}/gold/stage1_pairs").to_pandas()
+    assert len(after) == len(before) and "F9" not in set(after.family_id)
+
+
+def test_export_round_trip_parquet_and_swift_jsonl(spark, corpus, tmp_path):
+    build_pairs.run(spark, corpus)
+    texts = {(p, lang, v): t for p, _, lang, v, t in VIEWS}
+    out = tmp_path / "parquet"
+    manifest = export_training.run(spark, corpus, "stage1", "parquet", str(out), rows_per_shard=6)
+    shards = sorted(out.glob("shard-*.parquet"))
+    assert [s.name for s in shards] == [s["file"] for s in manifest["shards"]] and len(shards) == 3
+    rows = pd.concat([pd.read_parquet(s) for s in shards])
+    assert manifest["rows"] == len(rows) == len(EXPECTED)
+    assert sum(s["rows"] for s in manifest["shards"]) == len(rows)
+    for r in rows.itertuples():
+        assert r.anchor_text == texts[(r.anchor_id, r.anchor_lang, r.anchor_view)]
+        assert r.positive_text == texts[(r.positive_id, r.positive_lang, r.positive_view)]
+    assert set(manifest["delta_versions"]) == {"gold/stage1_pairs", "silver/views"}
+    again = export_training.run(spark, corpus, "stage1", "parquet", str(out), rows_per_shard=6)
+    assert (
+        again["content_hash"] == manifest["content_hash"] and again["shards"] == manifest["shards"]
+    )
+
+    out = tmp_path / "swift"
+    manifest = export_training.run(
+        spark, corpus, "stage1", "swift_jsonl", str(out), rows_per_shard=100, max_chars=8
+    )
+    lines = (out / "shard-00000.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(lines) == manifest["rows"] == len(EXPECTED)
+    anchors = {texts[(r.anchor_id, r.anchor_lang, r.anchor_view)][:8] for r in rows.itertuples()}
+    for line in lines:
+        record = json.loads(line)
+        assert record["messages"][0]["role"] == "user"
+        assert record["messages"][0]["content"] in anchors
+        assert (
+            len(record["positive_messages"]) == 1
+            and len(record["positive_messages"][0][0]["content"]) <= 8
+        )
+    assert json.loads(Path(out / "_manifest.json").read_text())["max_chars"] == 8
