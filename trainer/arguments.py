@@ -1,0 +1,136 @@
+"""Trainer arguments as dataclasses (HfArgumentParser); one YAML/JSON config file works too.
+
+    python -m trainer.train configs/cpu-small.yaml --train_data shards/stage1 --output_dir out
+    python -m trainer.train --model_name_or_path PATH --train_data DIR --output_dir DIR ...
+
+Values on the command line override those of the config file.
+"""
+
+# No `from __future__ import annotations`: HfArgumentParser reads the real type objects.
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+from transformers import HfArgumentParser, TrainingArguments
+
+STAGES = ("stage1", "stage2", "sft")
+
+
+@dataclass
+class ModelArguments:
+    model_name_or_path: str = field(
+        metadata={
+            "help": "base model: a local path (e.g. Qwen3-Embedding-0.6B) or builtin:minilm / builtin:qwen3-tiny"
+        }
+    )
+    pooling: str = field(
+        default="auto", metadata={"help": "last | mean | auto (last for decoder models)"}
+    )
+    max_length: int = field(
+        default=4096, metadata={"help": "max tokens per text; longer texts are cut on the right"}
+    )
+    query_instruction: bool = field(
+        default=True,
+        metadata={
+            "help": "prefix queries with the language-specific retrieval instruction (documents get none)"
+        },
+    )
+    lora: bool = field(
+        default=True, metadata={"help": "train a LoRA adapter (False: train all weights)"}
+    )
+    lora_r: int = field(default=64, metadata={"help": "LoRA rank"})
+    lora_alpha: int = field(default=32, metadata={"help": "LoRA alpha"})
+    lora_dropout: float = field(default=0.0, metadata={"help": "LoRA dropout"})
+    lora_target_modules: str = field(default="all-linear", metadata={"help": "peft target_modules"})
+
+
+@dataclass
+class DataArguments:
+    train_data: str = field(
+        metadata={"help": "folder of training shards with _manifest.json (export_training)"}
+    )
+    validation_data: str | None = field(
+        default=None,
+        metadata={
+            "help": "folder of validation shards; default: hold out whole families of train_data"
+        },
+    )
+    validation_size: int = field(default=2000, metadata={"help": "validation examples to hold out"})
+    max_chars: int | None = field(
+        default=None, metadata={"help": "cut texts at N characters before tokenizing"}
+    )
+    buffer_size: int = field(
+        default=4096,
+        metadata={"help": "examples buffered to fill batches without two texts of one family"},
+    )
+
+
+@dataclass
+class XembedTrainingArguments(TrainingArguments):
+    stage: str = field(
+        default="stage1",
+        metadata={
+            "help": "stage1: pairs from the base model; stage2: triplets from --init_model (Stage I "
+            "output) with a fresh LoRA; sft: Stage II settings from the base model"
+        },
+    )
+    init_model: str | None = field(default=None, metadata={"help": "Stage I output (stage2 only)"})
+    temperature: float = field(default=0.1, metadata={"help": "InfoNCE temperature"})
+    fn_margin: float = field(
+        default=0.2,
+        metadata={"help": "false-negative mask margin; a negative value disables masking"},
+    )
+    matryoshka_dims: str = field(
+        default="64,full", metadata={"help": "comma-separated dims, 'full' = model dim"}
+    )
+    matryoshka_weights: str = field(
+        default="0.6,0.4", metadata={"help": "loss weight per Matryoshka dim"}
+    )
+    lake: str | None = field(
+        default=None, metadata={"help": "lake root for the models/registry Delta table"}
+    )
+    model_id: str | None = field(default=None, metadata={"help": "registry id (default: derived)"})
+    resume: bool = field(
+        default=False, metadata={"help": "resume from the last checkpoint in output_dir"}
+    )
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.stage not in STAGES:
+            raise ValueError(f"--stage must be one of {STAGES}, got {self.stage!r}")
+        if self.stage == "stage2" and not self.init_model:
+            raise ValueError("--stage stage2 needs --init_model <Stage I output folder>")
+        if self.stage != "stage2" and self.init_model:
+            raise ValueError(
+                f"--init_model only applies to --stage stage2 (got --stage {self.stage})"
+            )
+
+    def dims(self) -> list:
+        return [None if d.strip() == "full" else int(d) for d in self.matryoshka_dims.split(",")]
+
+    def weights(self) -> list:
+        return [float(w) for w in self.matryoshka_weights.split(",")]
+
+
+def _config_to_argv(path: str) -> list:
+    text = Path(path).read_text()
+    values = yaml.safe_load(text) if path.endswith((".yaml", ".yml")) else json.loads(text)
+    argv = []
+    for key, value in (values or {}).items():
+        if value is None:
+            continue
+        if isinstance(value, (list, dict)):
+            value = json.dumps(value) if isinstance(value, dict) else ",".join(map(str, value))
+        argv += [f"--{key}", str(value)]
+    return argv
+
+
+def parse(argv: list | None = None):
+    """(ModelArguments, DataArguments, XembedTrainingArguments) from a config file and/or flags."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0].endswith((".yaml", ".yml", ".json")):
+        argv = _config_to_argv(argv[0]) + argv[1:]
+    parser = HfArgumentParser((ModelArguments, DataArguments, XembedTrainingArguments))
+    return parser.parse_args_into_dataclasses(args=argv)

@@ -1,0 +1,205 @@
+"""Streaming training data: Parquet shards -> examples -> batches without two texts of one family.
+
+Shards come from ``spark_jobs/export_training.py`` (a folder with ``_manifest.json``). Rows are
+read shard by shard with pyarrow, so 25M pairs never have to fit in memory. Stage I rows have
+``anchor_*`` / ``positive_*`` columns; Stage II rows ``query_*``, ``positive_text`` and
+``negative_texts`` (and a ``families`` list naming every family in the example).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import zlib
+from collections import deque
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from itertools import islice
+from pathlib import Path
+
+import pyarrow.parquet as pq
+from torch.utils.data import IterableDataset
+
+
+@dataclass(frozen=True)
+class Example:
+    query: str
+    query_lang: str | None
+    positive: str
+    negatives: tuple[str, ...]
+    families: frozenset[str]
+
+
+def read_manifest(folder: str) -> dict:
+    path = Path(folder) / "_manifest.json"
+    if not path.exists():
+        raise FileNotFoundError(
+            f"{folder}: no _manifest.json (export the data with spark_jobs/export_training.py)"
+        )
+    manifest = json.loads(path.read_text())
+    if manifest.get("format") != "parquet":
+        raise ValueError(
+            f"{folder}: the trainer reads Parquet shards, got format {manifest.get('format')!r}"
+        )
+    return manifest
+
+
+def _cut(text: str, max_chars: int | None) -> str:
+    return text[:max_chars] if max_chars else text
+
+
+def _columns(schema_names: list[str]) -> list[str]:
+    wanted = [
+        "anchor_text",
+        "anchor_lang",
+        "query_text",
+        "query_lang",
+        "positive_text",
+        "negative_texts",
+        "family_id",
+        "families",
+    ]
+    return [c for c in wanted if c in schema_names]
+
+
+def read_examples(
+    folder: str,
+    max_chars: int | None = None,
+    shard_order_seed: int | None = None,
+    families_only: bool = False,
+) -> Iterator[Example]:
+    """Examples of every shard in the manifest (shard order shuffled when a seed is given)."""
+    manifest = read_manifest(folder)
+    shards = [s["file"] for s in manifest["shards"]]
+    if shard_order_seed is not None:
+        random.Random(shard_order_seed).shuffle(shards)
+    for name in shards:
+        file = pq.ParquetFile(Path(folder) / name)
+        names = file.schema_arrow.names
+        columns = ["family_id", "families"] if families_only else _columns(names)
+        columns = [c for c in columns if c in names]
+        for batch in file.iter_batches(batch_size=2048, columns=columns):
+            for row in batch.to_pylist():
+                families = frozenset(row.get("families") or [row["family_id"]])
+                if families_only:
+                    yield Example("", None, "", (), families)
+                    continue
+                yield Example(
+                    query=_cut(row.get("query_text") or row["anchor_text"], max_chars),
+                    query_lang=row.get("query_lang") or row.get("anchor_lang"),
+                    positive=_cut(row["positive_text"], max_chars),
+                    negatives=tuple(_cut(t, max_chars) for t in (row.get("negative_texts") or ())),
+                    families=families,
+                )
+
+
+def family_disjoint_batches(
+    examples: Iterable[Example], batch_size: int, buffer_size: int = 4096
+) -> Iterator[list[Example]]:
+    """Batches in which no family appears in two examples (in-batch negatives stay negative).
+
+    Examples that would repeat a family wait in a buffer and go first into later batches. The
+    incomplete last batch is dropped. Deterministic for a given input order.
+    """
+    source = iter(examples)
+    waiting: deque[Example] = deque()
+    exhausted = False
+    while True:
+        batch: list[Example] = []
+        used: set[str] = set()
+        skipped: list[Example] = []
+        while len(batch) < batch_size:
+            if waiting:
+                example = waiting.popleft()
+            elif not exhausted:
+                example = next(source, None)
+                if example is None:
+                    exhausted = True
+                    break
+            else:
+                break
+            if used.isdisjoint(example.families):
+                batch.append(example)
+                used.update(example.families)
+            else:
+                skipped.append(example)
+                if len(skipped) >= buffer_size:  # pathological family concentration
+                    break
+        waiting.extendleft(reversed(skipped))
+        if len(batch) < batch_size and exhausted:
+            return  # the rest cannot fill a family-disjoint batch: dropped, like drop_last
+        yield batch
+
+
+def holdout_bucket(families: frozenset[str], n_buckets: int, seed: int) -> bool:
+    """True when the example's first family (sorted) falls into validation bucket 0."""
+    family = min(families)
+    return zlib.crc32(f"{seed}:{family}".encode()) % n_buckets == 0
+
+
+class BatchStream(IterableDataset):
+    """Family-disjoint training batches streamed from shards; ``set_epoch`` reshuffles shard order."""
+
+    def __init__(
+        self,
+        folder: str,
+        batch_size: int,
+        seed: int,
+        buffer_size: int = 4096,
+        max_chars: int | None = None,
+        exclude_bucket: int | None = None,
+    ):
+        self.folder = folder
+        self.batch_size = batch_size
+        self.seed = seed
+        self.buffer_size = buffer_size
+        self.max_chars = max_chars
+        self.exclude_bucket = exclude_bucket  # n_buckets of the held-out validation families
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def _examples(self, families_only: bool = False) -> Iterator[Example]:
+        stream = read_examples(self.folder, self.max_chars, self.seed + self.epoch, families_only)
+        if self.exclude_bucket:
+            stream = (
+                e for e in stream if not holdout_bucket(e.families, self.exclude_bucket, self.seed)
+            )
+        return stream
+
+    def __iter__(self) -> Iterator[list[Example]]:
+        return family_disjoint_batches(self._examples(), self.batch_size, self.buffer_size)
+
+    def count_batches(self) -> int:
+        """Exact number of batches one pass yields (a cheap pass over family ids only)."""
+        return sum(
+            1
+            for _ in family_disjoint_batches(
+                self._examples(True), self.batch_size, self.buffer_size
+            )
+        )
+
+
+def validation_examples(
+    train_folder: str, validation_folder: str | None, size: int, seed: int, max_chars: int | None
+) -> tuple[list[Example], int | None]:
+    """(validation examples, n_buckets to exclude from training or None).
+
+    With a validation folder, its first ``size`` examples. Otherwise whole families of the
+    training data are held out: those whose hash falls in bucket 0 of n, n chosen so that
+    bucket 0 holds about ``size`` examples.
+    """
+    if size <= 0:
+        return [], None
+    if validation_folder:
+        examples = read_examples(validation_folder, max_chars)
+        return list(islice(examples, size)), None
+    rows = read_manifest(train_folder)["rows"]
+    n_buckets = max(2, round(rows / max(size, 1)))
+    held = (
+        e
+        for e in read_examples(train_folder, max_chars)
+        if holdout_bucket(e.families, n_buckets, seed)
+    )
+    return list(islice(held, size)), n_buckets

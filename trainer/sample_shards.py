@@ -1,0 +1,63 @@
+"""Stage I shards straight from the sample generator, without Spark (tests and benchmarks).
+
+Same layout as ``spark_jobs/export_training.py --format parquet``: shard-NNNNN.parquet plus a
+_manifest.json; rows pair each generated patent's abstract with its claims.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from spark_jobs.lib.sample import plan as P
+from spark_jobs.lib.sample.claims_plan import claim_plan
+from spark_jobs.lib.sample.render import render_patent
+
+
+def write_sample_stage1_shards(
+    folder: str | Path, n_patents: int = 500, seed: int = 21, n_shards: int = 2
+) -> dict:
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    plan = P.build_plan(seed, n_patents)
+    rows = []
+    for family in range(plan.n_families):
+        inv = P.invention(plan, family)
+        claims = claim_plan(inv, random.Random(family))
+        for member in P.members(plan, family):
+            text = render_patent(inv, claims, member.lang, random.Random(member.index))
+            rows.append(
+                {
+                    "pair_type": "ABS-CLAIM",
+                    "family_id": P.family_id(family),
+                    "anchor_id": member.publication_number,
+                    "anchor_lang": member.lang,
+                    "anchor_view": "ABS",
+                    "anchor_text": text["abstract"],
+                    "positive_id": member.publication_number,
+                    "positive_lang": member.lang,
+                    "positive_view": "CLAIM",
+                    "positive_text": text["claims"],
+                }
+            )
+    random.Random(seed).shuffle(rows)
+    shards = []
+    for i in range(n_shards):
+        part = rows[i::n_shards]
+        name = f"shard-{i:05d}.parquet"
+        pq.write_table(pa.Table.from_pylist(part), folder / name)
+        shards.append({"file": name, "rows": len(part)})
+    manifest = {
+        "dataset": "stage1",
+        "format": "parquet",
+        "rows": len(rows),
+        "shards": shards,
+        "content_hash": f"sample-{seed}-{n_patents}",
+        "delta_versions": {"gold/stage1_pairs": 0},
+    }
+    (folder / "_manifest.json").write_text(json.dumps(manifest, indent=2))
+    return manifest

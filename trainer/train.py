@@ -1,0 +1,149 @@
+"""Train an xembed encoder: Stage I (pairs), Stage II (triplets, from Stage I) or the SFT control.
+
+    python -m trainer.train configs/cpu-small.yaml --stage stage1 --train_data shards/stage1 --output_dir models/s1
+    python -m trainer.train configs/paper.yaml --model_name_or_path /models/Qwen3-Embedding-0.6B \\
+        --stage stage2 --init_model models/s1 --train_data shards/stage2 --output_dir models/x
+    torchrun --nproc-per-node 8 -m trainer.train configs/paper.yaml ...
+
+The best checkpoint (lowest validation loss) is exported to output_dir as a merged model
+(+ ``adapter/`` when LoRA is used) that SentenceTransformer and AutoModel both load.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from dataclasses import asdict
+from datetime import UTC, datetime
+from pathlib import Path
+
+import torch
+from transformers import set_seed
+from transformers.trainer_utils import get_last_checkpoint
+
+from trainer.arguments import parse
+from trainer.data import BatchStream, read_manifest, validation_examples
+from trainer.encoder import Encoder, EncoderConfig
+from trainer.loss import InfoNCELoss, MatryoshkaLoss
+from trainer.models import resolve
+from trainer.registry import registry_row, write_registry
+from trainer.trainer import XembedTrainer
+
+
+def build_encoder(model_args, training_args) -> tuple[Encoder, str]:
+    base = (
+        training_args.init_model
+        if training_args.stage == "stage2"
+        else model_args.model_name_or_path
+    )
+    path = resolve(base)
+    config = EncoderConfig(
+        pooling=model_args.pooling,
+        max_length=model_args.max_length,
+        query_instruction=model_args.query_instruction,
+    )
+    dtype = torch.bfloat16 if training_args.bf16 else None
+    encoder = Encoder.from_pretrained(path, config, torch_dtype=dtype)
+    if model_args.lora:
+        encoder.add_lora(
+            model_args.lora_r,
+            model_args.lora_alpha,
+            model_args.lora_dropout,
+            model_args.lora_target_modules,
+        )
+    return encoder, path
+
+
+def main(argv: list[str] | None = None) -> int:
+    model_args, data_args, args = parse(argv)
+    args.remove_unused_columns = False
+    set_seed(args.seed)
+    encoder, base_path = build_encoder(model_args, args)
+    manifest = read_manifest(data_args.train_data)
+
+    validation, exclude = validation_examples(
+        data_args.train_data,
+        data_args.validation_data,
+        data_args.validation_size,
+        args.seed,
+        data_args.max_chars,
+    )
+    world = max(1, args.world_size)
+    stream = BatchStream(
+        data_args.train_data,
+        args.per_device_train_batch_size * world,
+        args.seed,
+        data_args.buffer_size,
+        data_args.max_chars,
+        exclude,
+    )
+    n_batches = stream.count_batches()
+    steps = n_batches // args.gradient_accumulation_steps
+    if args.max_steps <= 0 or args.max_steps > steps:
+        args.max_steps = steps  # at most one epoch
+    if args.max_steps < 1:
+        raise ValueError(
+            f"{data_args.train_data}: {n_batches} batches of "
+            f"{args.per_device_train_batch_size * world} is less than one optimizer step"
+        )
+    print(
+        f"[train] stage={args.stage} base={base_path} train_batches={n_batches} "
+        f"steps={args.max_steps} validation={len(validation)}",
+        file=sys.stderr,
+        flush=True,
+    )
+
+    margin = args.fn_margin if args.fn_margin >= 0 else None
+    loss = MatryoshkaLoss(InfoNCELoss(args.temperature, margin), args.dims(), args.weights())
+    trainer = XembedTrainer(
+        model=encoder, args=args, loss_fn=loss, train_stream=stream, validation=validation
+    )
+    resume = (
+        get_last_checkpoint(args.output_dir)
+        if args.resume and Path(args.output_dir).exists()
+        else None
+    )
+    result = trainer.train(resume_from_checkpoint=resume)
+    best = trainer.state.best_metric
+    if validation and best is None:
+        best = trainer.evaluate()["eval_loss"]
+
+    encoder.save(args.output_dir)
+    model_id = args.model_id or _model_id(args, manifest)
+    config = {
+        "model": asdict(model_args),
+        "data": asdict(data_args),
+        "training": {k: v for k, v in args.to_dict().items() if not k.startswith("_")},
+    }
+    row = registry_row(
+        model_id=model_id,
+        stage=args.stage,
+        base_model=model_args.model_name_or_path,
+        parent_model=args.init_model,
+        config_json=config,
+        data_manifest_hash=manifest.get("content_hash"),
+        data_versions=manifest.get("delta_versions"),
+        best_val_loss=None if best is None else float(best),
+        steps=int(result.global_step),
+        output_path=str(Path(args.output_dir).resolve()),
+    )
+    if trainer.is_world_process_zero():
+        write_registry(row, args.output_dir, args.lake, extra={"train_metrics": result.metrics})
+        print(
+            f"[train] saved {model_id} to {args.output_dir} (best validation loss {best})",
+            file=sys.stderr,
+            flush=True,
+        )
+    return 0
+
+
+def _model_id(args, manifest: dict) -> str:
+    digest = hashlib.sha1(
+        json.dumps([args.stage, args.seed, manifest.get("content_hash")]).encode()
+    )
+    return f"{args.stage}-{datetime.now(UTC):%Y%m%dT%H%M%S}-{digest.hexdigest()[:6]}"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
