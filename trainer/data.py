@@ -94,12 +94,13 @@ def read_examples(
 
 
 def family_disjoint_batches(
-    examples: Iterable[Example], batch_size: int, buffer_size: int = 4096
+    examples: Iterable[Example], batch_size: int, buffer_size: int = 4096, drop_last: bool = True
 ) -> Iterator[list[Example]]:
     """Batches in which no family appears in two examples (in-batch negatives stay negative).
 
-    Examples that would repeat a family wait in a buffer and go first into later batches. The
-    incomplete last batch is dropped. Deterministic for a given input order.
+    Examples that would repeat a family wait in a buffer and go first into later batches.
+    At the end, what cannot fill a batch is dropped (``drop_last``, training) or yielded in
+    smaller family-disjoint batches (validation). Deterministic for a given input order.
     """
     source = iter(examples)
     waiting: deque[Example] = deque()
@@ -126,8 +127,8 @@ def family_disjoint_batches(
                 if len(skipped) >= buffer_size:  # pathological family concentration
                     break
         waiting.extendleft(reversed(skipped))
-        if len(batch) < batch_size and exhausted:
-            return  # the rest cannot fill a family-disjoint batch: dropped, like drop_last
+        if len(batch) < batch_size and exhausted and (drop_last or not batch):
+            return  # the rest cannot fill a family-disjoint batch
         yield batch
 
 
@@ -187,8 +188,8 @@ def validation_examples(
     """(validation examples, n_buckets to exclude from training or None).
 
     With a validation folder, its first ``size`` examples. Otherwise whole families of the
-    training data are held out: those whose hash falls in bucket 0 of n, n chosen so that
-    bucket 0 holds about ``size`` examples.
+    training data are held out: those whose hash falls in bucket 0 of n; validation takes
+    one example of each such family, up to ``size``.
     """
     if size <= 0:
         return [], None
@@ -196,8 +197,21 @@ def validation_examples(
         examples = read_examples(validation_folder, max_chars)
         return list(islice(examples, size)), None
     rows = read_manifest(train_folder)["rows"]
-    n_buckets = max(2, round(rows / max(size, 1)))
-    held = (
+    # Bucket 0 should hold ~1.5x `size` families; rows per family estimated on a prefix.
+    prefix = [e.families for e in islice(read_examples(train_folder, families_only=True), 200_000)]
+    rows_per_family = len(prefix) / max(1, len(set(prefix)))
+    n_buckets = max(2, int(rows / (1.5 * size * rows_per_family)))
+    seen: set[frozenset[str]] = set()
+
+    def one_per_family(stream: Iterator[Example]) -> Iterator[Example]:
+        # Every example of a held-out family leaves training; one of each is enough to
+        # validate on and keeps validation batches full and family-disjoint.
+        for example in stream:
+            if example.families not in seen:
+                seen.add(example.families)
+                yield example
+
+    held = one_per_family(
         e
         for e in read_examples(train_folder, max_chars)
         if holdout_bucket(e.families, n_buckets, seed)

@@ -121,12 +121,9 @@ class Encoder(nn.Module):
         )
         self.backbone = get_peft_model(self.backbone, lora)
 
-    def gradient_checkpointing_enable(self, gradient_checkpointing_kwargs=None) -> None:
+    def gradient_checkpointing_enable(self, **kwargs) -> None:
         """Called by the HF Trainer when --gradient_checkpointing is set."""
-        model = self.base_model
-        model.gradient_checkpointing_enable(
-            gradient_checkpointing_kwargs=gradient_checkpointing_kwargs
-        )
+        self.base_model.gradient_checkpointing_enable(**kwargs)
         if hasattr(self.backbone, "enable_input_require_grads"):
             self.backbone.enable_input_require_grads()  # LoRA: inputs must carry gradients
 

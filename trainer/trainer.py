@@ -82,6 +82,7 @@ class XembedTrainer(Trainer):
                 self.validation,
                 self.args.per_device_eval_batch_size,
                 buffer_size=len(self.validation) + 1,
+                drop_last=False,
             )
         )
         loader = DataLoader(_ListStream(batches), batch_size=None, collate_fn=self.collator)
