@@ -205,6 +205,20 @@ GOLD_STAGE1_STATS = TableSpec(
     keys=("pair_type", "anchor_lang", "positive_lang"),
 )
 
+INDEX_EMBEDDINGS = TableSpec(
+    "index/embeddings",
+    "Encoder embeddings: candidate TAC texts (kind 'tac') and training query views (kind 'query').",
+    (
+        req("encoder", "string", "name of the mining encoder run"),
+        req("kind", "string", "tac | query"),
+        req("id", "string", "publication_number (tac) or query_id|view (query)"),
+        req("lang", "string"),
+        req("embedding", "array<float>", "L2-normalised"),
+    ),
+    keys=("encoder", "kind", "id"),
+    partition_by=("encoder", "kind"),
+)
+
 GOLD_STAGE2_CANDIDATES = TableSpec(
     "gold/stage2_candidates",
     "Retrieval candidates per training query view (BM25 union dense), before filtering.",
@@ -230,8 +244,10 @@ _EXAMPLE_COLUMNS = (
     req("query_lang", "string"),
     req("query_family_id", "string"),
     req("positive_id", "string"),
-    req("positive_lang", "string"),
+    req("positive_lang", "string", "language of the positive's TAC"),
+    req("positive_family_id", "string"),
     req("negative_ids", "array<string>", "exactly 8"),
+    req("negative_langs", "array<string>", "language of each negative's TAC"),
     req("negative_origin", "array<string>", "stratum HH..LL (dense, BM25) or A for an A citation"),
 )
 
@@ -379,6 +395,7 @@ TABLES: dict[str, TableSpec] = {
         SILVER_EXCLUDED_FAMILIES,
         GOLD_STAGE1_PAIRS,
         GOLD_STAGE1_STATS,
+        INDEX_EMBEDDINGS,
         GOLD_STAGE2_CANDIDATES,
         GOLD_STAGE2_EXAMPLES,
         GOLD_STAGE2_VALIDATION,

@@ -1,6 +1,6 @@
 """Export a training dataset from the lake into streamable shards with a manifest.
 
-    spark-submit spark_jobs/export_training.py --lake ./lake --dataset stage1 \
+    spark-submit spark_jobs/export_training.py --lake ./lake --dataset stage1|stage2|stage2_validation \
         --format parquet|swift_jsonl --out DIR [--rows-per-shard N] [--max-chars N]
 """
 
@@ -14,12 +14,15 @@ from spark_jobs.lib import export as X
 from spark_jobs.lib.lake import JobRun
 from spark_jobs.lib.session import build_session, job_arguments
 
+_STAGE2_KEYS = ("query_id", "query_view", "positive_id")
 DATASETS = {
     # dataset -> (table, key columns that order and shard the rows)
     "stage1": (
         "gold/stage1_pairs",
         ("pair_type", "anchor_id", "anchor_lang", "positive_id", "positive_lang"),
     ),
+    "stage2": ("gold/stage2_examples", _STAGE2_KEYS),
+    "stage2_validation": ("gold/stage2_validation", _STAGE2_KEYS),
 }
 
 
@@ -48,7 +51,12 @@ def run(
         "seed": seed,
     }
     with JobRun(spark, lake, "export_training", args, run_id) as job:
-        rows = X.stage1_rows(job.read(table), job.read("silver/views"), max_chars)
+        if dataset == "stage1":
+            rows = X.stage1_rows(job.read(table), job.read("silver/views"), max_chars)
+        else:
+            rows = X.stage2_rows(
+                job.read(table), job.read("silver/views"), job.read("silver/patents"), max_chars
+            )
         shards = X.write_shards(spark, rows, out, fmt, rows_per_shard, seed, keys)
         counts, content_hash = X.shard_counts_and_hash(spark, out, fmt)
         manifest = {
@@ -56,7 +64,10 @@ def run(
             "format": fmt,
             "rows": sum(counts.values()),
             "shards": [{"file": s["file"], "rows": counts.get(s["file"], 0)} for s in shards],
-            "columns": rows.columns if fmt == "parquet" else ["messages", "positive_messages"],
+            "columns": rows.columns
+            if fmt == "parquet"
+            else ["messages", "positive_messages"]
+            + (["negative_messages"] if dataset != "stage1" else []),
             "delta_versions": dict(job.inputs),
             "content_hash": content_hash,
             "max_chars": max_chars,

@@ -27,6 +27,62 @@ def lake(tmp_path):
     return str(tmp_path / "lake")
 
 
+@pytest.fixture(scope="session")
+def pipeline(spark, tmp_path_factory):
+    """generate 300 patents -> ingest -> curate -> split: (manifest, metrics, lake, sample)."""
+    from datetime import date
+
+    from spark_jobs import curate, ingest, split
+    from spark_jobs.lib.sample.generate import generate
+
+    root = tmp_path_factory.mktemp("pipeline")
+    sample, lake = str(root / "sample"), str(root / "lake")
+    manifest = generate(spark, sample, n_patents=300, seed=13, bad_share=0.05)
+    metrics = {
+        "ingest": ingest.run(spark, lake, sample, "google_patents"),
+        "curate": curate.run(spark, lake),
+        "split": split.run(spark, lake, date(2025, 1, 1)),
+    }
+    return manifest, metrics, lake, sample
+
+
+@pytest.fixture(scope="session")
+def stage2(spark, pipeline, tmp_path_factory):
+    """The Stage II chain on the pipeline lake with the untrained tiny Qwen3 as mining encoder."""
+    from spark_jobs import build_triplets, mine_candidates, prepare_retrieval
+    from trainer import encode, index
+
+    _, _, lake, _ = pipeline
+    retrieval = str(tmp_path_factory.mktemp("retrieval"))
+    prepare_retrieval.run(spark, lake, retrieval)
+    for kind, source, key in (("tac", "candidates", "id"), ("query", "queries", "key")):
+        encode.main(
+            [
+                "--model",
+                "builtin:qwen3-tiny",
+                "--input",
+                f"{retrieval}/{source}",
+                "--id-column",
+                key,
+                "--lang-column",
+                "lang",
+                "--lake",
+                lake,
+                "--encoder-name",
+                "miner",
+                "--kind",
+                kind,
+                "--batch-size",
+                "64",
+            ]
+        )
+    index.main(["bm25", "--collections", f"{retrieval}/bm25", "--out", f"{retrieval}/bm25_index"])
+    index.main(["faiss", "--lake", lake, "--encoder", "miner", "--out", f"{retrieval}/faiss"])
+    mined = mine_candidates.run(spark, lake, retrieval, "miner", k=120)
+    built = build_triplets.run(spark, lake, seed=13, validation_size=40)
+    return lake, retrieval, mined, built
+
+
 def lines_frame(spark, records, source_file="test.jsonl"):
     """A read_lines()-shaped DataFrame from JSON strings or dicts."""
     import json

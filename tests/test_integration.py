@@ -7,9 +7,8 @@ import pytest
 from deltalake import DeltaTable
 
 from expectations.run import validate
-from spark_jobs import curate, ingest, split
+from spark_jobs import ingest
 from spark_jobs.lib.leakage import LeakageError, audit_no_leakage
-from spark_jobs.lib.sample.generate import generate
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 
@@ -24,19 +23,6 @@ TABLES = [
     "silver/eval_queries",
     "silver/excluded_families",
 ]
-
-
-@pytest.fixture(scope="module")
-def pipeline(spark, tmp_path_factory):
-    root = tmp_path_factory.mktemp("pipeline")
-    sample, lake = str(root / "sample"), str(root / "lake")
-    manifest = generate(spark, sample, n_patents=300, seed=13, bad_share=0.05)
-    metrics = {
-        "ingest": ingest.run(spark, lake, sample, "google_patents"),
-        "curate": curate.run(spark, lake),
-        "split": split.run(spark, lake, date(2025, 1, 1)),
-    }
-    return manifest, metrics, lake, sample
 
 
 def delta(lake, name):

@@ -2,6 +2,11 @@
 
     python -m trainer.encode --model models/s1 --input texts.parquet --out emb.parquet \\
         [--id-column id] [--text-column text] [--lang-column lang --query] [--dims 64]
+    python -m trainer.encode --model M --input retrieval/candidates --id-column id \\
+        --lang-column lang --lake lake --encoder-name miner --kind tac
+
+With --lake the embeddings go to the Delta table index/embeddings (written by Spark,
+replacing the rows of that encoder name and kind) instead of --out.
 
 Input: Parquet file/folder or JSON lines with an id and a text column. ``--query`` adds the
 language-specific instruction (Qwen3-Embedding convention; documents get none). Output:
@@ -54,7 +59,15 @@ def main(argv: list[str] | None = None) -> int:
         "--model", required=True, help="model folder or builtin:minilm / builtin:qwen3-tiny"
     )
     parser.add_argument("--input", required=True)
-    parser.add_argument("--out", required=True, help="output Parquet file")
+    parser.add_argument("--out", default=None, help="output Parquet file")
+    parser.add_argument("--lake", default=None, help="write to <lake>/index/embeddings instead")
+    parser.add_argument("--encoder-name", default=None, help="encoder name in index/embeddings")
+    parser.add_argument(
+        "--kind",
+        choices=["tac", "query"],
+        default=None,
+        help="tac: candidate documents; query: query views (implies --query)",
+    )
     parser.add_argument("--id-column", default="id")
     parser.add_argument("--text-column", default="text")
     parser.add_argument("--lang-column", default=None)
@@ -62,6 +75,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dims", type=int, default=None, help="keep the first N dims (Matryoshka)")
     parser.add_argument("--batch-size", type=int, default=32)
     args = parser.parse_args(argv)
+    if bool(args.out) == bool(args.lake):
+        parser.error("give exactly one of --out (Parquet) or --lake (Delta index/embeddings)")
+    if args.lake and not (args.encoder_name and args.kind and args.lang_column):
+        parser.error("--lake needs --encoder-name, --kind and --lang-column")
+    args.query = args.query or args.kind == "query"
     if args.query and not args.lang_column:
         print("note: --query without --lang-column uses the English instruction", file=sys.stderr)
 
@@ -71,16 +89,48 @@ def main(argv: list[str] | None = None) -> int:
     emb = encode_table(
         encoder, table, args.text_column, args.lang_column, args.query, args.batch_size, args.dims
     )
-    out = pa.table(
-        {
-            "id": table.column(args.id_column),
-            "embedding": pa.array(emb.numpy().tolist(), type=pa.list_(pa.float32())),
-        }
-    )
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(out, args.out)
-    print(f"encoded {len(table):,} texts -> {args.out} ({emb.shape[1]} dims)", file=sys.stderr)
+    if args.lake:
+        write_lake(
+            args.lake,
+            args.encoder_name,
+            args.kind,
+            table.column(args.id_column).to_pylist(),
+            table.column(args.lang_column).to_pylist(),
+            emb.numpy(),
+        )
+        target = f"{args.lake}/index/embeddings (encoder={args.encoder_name}, kind={args.kind})"
+    else:
+        vectors = pa.array(emb.numpy().tolist(), type=pa.list_(pa.float32()))
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(
+            pa.table({"id": table.column(args.id_column), "embedding": vectors}), args.out
+        )
+        target = args.out
+    print(f"encoded {len(table):,} texts -> {target} ({emb.shape[1]} dims)", file=sys.stderr)
     return 0
+
+
+def write_lake(lake: str, encoder: str, kind: str, ids: list, langs: list, vectors) -> None:
+    """Write embeddings to index/embeddings through Spark (the lake's one writer)."""
+    import pandas as pd
+    from pyspark.sql import functions as SF
+
+    from spark_jobs.lib.lake import write_table
+    from spark_jobs.lib.session import build_session
+
+    spark = build_session("xembed-encode", "local[2]")
+    rows = pd.DataFrame({"id": ids, "lang": langs, "embedding": [v.tolist() for v in vectors]})
+    frame = spark.createDataFrame(rows, "id string, lang string, embedding array<float>")
+    frame = frame.select(
+        SF.lit(encoder).alias("encoder"), SF.lit(kind).alias("kind"), "id", "lang", "embedding"
+    )
+    write_table(
+        spark,
+        frame,
+        lake,
+        "index/embeddings",
+        replace_where=f"encoder = '{encoder}' AND kind = '{kind}'",
+    )
 
 
 if __name__ == "__main__":

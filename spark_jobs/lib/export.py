@@ -55,14 +55,81 @@ def stage1_rows(pairs: DataFrame, views: DataFrame, max_chars: int | None = None
     )
 
 
+def stage2_rows(
+    examples: DataFrame, views: DataFrame, patents: DataFrame, max_chars: int | None = None
+) -> DataFrame:
+    """Examples with the query view text, the positive's TAC and the 8 negatives' TACs (in order).
+
+    ``families`` lists every family the example names (query, positive, negatives), so the
+    trainer's batches can keep families apart.
+    """
+    text = F.col("text") if not max_chars else F.substring("text", 1, max_chars)
+    tac = views.where(F.col("view") == "TAC").select(
+        "publication_number", "lang", text.alias("text")
+    )
+    family = patents.select("publication_number", "family_id")
+    keys = ["query_id", "query_view", "positive_id"]
+    negatives = (
+        examples.select(
+            *keys, F.posexplode(F.arrays_zip("negative_ids", "negative_langs")).alias("i", "n")
+        )
+        .select(
+            *keys,
+            "i",
+            F.col("n.negative_ids").alias("publication_number"),
+            F.col("n.negative_langs").alias("lang"),
+        )
+        .join(tac, ["publication_number", "lang"])
+        .join(family, "publication_number")
+        .groupBy(*keys)
+        .agg(F.array_sort(F.collect_list(F.struct("i", "text", "family_id"))).alias("_n"))
+    )
+    query_text = views.select(
+        F.col("publication_number").alias("query_id"),
+        F.col("lang").alias("query_lang"),
+        F.col("view").alias("query_view"),
+        text.alias("query_text"),
+    )
+    positive_text = tac.select(
+        F.col("publication_number").alias("positive_id"),
+        F.col("lang").alias("positive_lang"),
+        F.col("text").alias("positive_text"),
+    )
+    joined = (
+        examples.join(query_text, ["query_id", "query_lang", "query_view"])
+        .join(positive_text, ["positive_id", "positive_lang"])
+        .join(negatives, keys)
+    )
+    return joined.select(
+        F.col("query_family_id").alias("family_id"),
+        "query_id",
+        "query_view",
+        "query_lang",
+        "query_text",
+        "positive_id",
+        "positive_lang",
+        "positive_text",
+        "negative_ids",
+        "negative_origin",
+        F.transform("_n", lambda x: x.text).alias("negative_texts"),
+        F.array_distinct(
+            F.concat(
+                F.array("query_family_id", "positive_family_id"),
+                F.transform("_n", lambda x: x.family_id),
+            )
+        ).alias("families"),
+    ).where(F.size("negative_texts") == F.size("negative_ids"))
+
+
 def _message(text: Column) -> Column:
     return F.array(F.struct(F.lit("user").alias("role"), text.alias("content")))
 
 
 def swift_lines(rows: DataFrame) -> DataFrame:
     """ms-swift InfoNCE JSON lines: messages (anchor), positive_messages (list of messages)."""
+    query = "anchor_text" if "anchor_text" in rows.columns else "query_text"
     record = [
-        _message(F.col("anchor_text")).alias("messages"),
+        _message(F.col(query)).alias("messages"),
         F.array(_message(F.col("positive_text"))).alias("positive_messages"),
     ]
     if "negative_texts" in rows.columns:

@@ -1,0 +1,210 @@
+"""Benchmark: Stage II candidates + triplets, query views/s with the time split by step, and
+the dense-negative step against sentence-transformers' mine_hard_negatives(use_faiss=True).
+
+Prepares a lake from a generated corpus (default 50,000 patents; generate -> ingest ->
+curate -> split, not timed), then times on local[2]: prepare_retrieval, encoding (candidate
+TACs and query views, the untrained tiny Qwen3 as mining encoder), BM25 indexing, FAISS
+indexing, mine_candidates and build_triplets. Then, on the same model and texts (a sample
+of query views against the whole candidate pool), our dense step (encode + FAISS top-k) vs
+mine_hard_negatives (encode + FAISS + its filtering), as a ratio.
+
+    python benchmarks/stage2.py --patents 50000 --k 200
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import time
+from datetime import date
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import machine, timed, write_result
+
+
+def dense_comparison(retrieval: Path, model: str, n_queries: int, k: int) -> dict:
+    import pyarrow.dataset as ds
+    from datasets import Dataset
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.util import mine_hard_negatives
+
+    from trainer.encoder import Encoder, EncoderConfig
+    from trainer.models import resolve
+    from trainer.retrieval import DenseIndex
+
+    cands = ds.dataset(str(retrieval / "candidates"), format="parquet").to_table(
+        columns=["id", "text"]
+    )
+    queries = (
+        ds.dataset(str(retrieval / "queries"), format="parquet")
+        .to_table(columns=["key", "text"])
+        .slice(0, n_queries)
+    )
+    corpus = [t[:2000] for t in cands.column("text").to_pylist()]
+    qtexts = [t[:2000] for t in queries.column("text").to_pylist()]
+
+    saved = retrieval / "st_model"  # the same weights in the layout SentenceTransformer loads
+    Encoder.from_pretrained(
+        resolve(model), EncoderConfig(pooling="last", max_length=256, query_instruction=False)
+    ).save(str(saved))
+    encoder = Encoder.from_pretrained(str(saved))
+    start = time.perf_counter()
+    cvec = encoder.encode_passage(corpus, 64).numpy()
+    qvec = encoder.encode_passage(qtexts, 64).numpy()
+    DenseIndex.build(cands.column("id").to_pylist(), cvec).search(qvec, k)
+    ours = time.perf_counter() - start
+
+    st = SentenceTransformer(str(saved), device="cpu")
+    st.max_seq_length = 256
+    pairs = Dataset.from_dict({"anchor": qtexts, "positive": corpus[: len(qtexts)]})
+    start = time.perf_counter()
+    mine_hard_negatives(
+        pairs,
+        st,
+        corpus=corpus,
+        num_negatives=8,
+        range_max=k,
+        use_faiss=True,
+        batch_size=64,
+        output_format="n-tuple",
+        verbose=False,
+    )
+    theirs = time.perf_counter() - start
+    return {
+        "queries": len(qtexts),
+        "corpus": len(corpus),
+        "k": k,
+        "seconds": {
+            "xembed_encode_plus_faiss": round(ours, 2),
+            "sentence_transformers_mine_hard_negatives": round(theirs, 2),
+        },
+        "ratio_xembed_speedup": round(theirs / ours, 3),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--patents", type=int, default=50_000)
+    parser.add_argument(
+        "--k", type=int, default=200, help="candidates per query view (paper: 2000)"
+    )
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--model", default="builtin:qwen3-tiny")
+    parser.add_argument("--compare-queries", type=int, default=2000)
+    parser.add_argument("--work", default=str(Path(__file__).resolve().parent / "work" / "stage2"))
+    parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args(argv)
+
+    from spark_jobs import build_triplets, curate, ingest, mine_candidates, prepare_retrieval, split
+    from spark_jobs.lib.sample.generate import generate
+    from spark_jobs.lib.session import build_session
+    from trainer import encode, index
+
+    work = Path(args.work)
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    spark = build_session("xembed-bench-stage2", args.master)
+    sample, lake, retrieval = work / "sample", str(work / "lake"), work / "retrieval"
+    prep: dict[str, float] = {}
+    with timed("prepare_lake", prep):
+        generate(spark, str(sample), args.patents, args.seed, 0.02)
+        ingest.run(spark, lake, str(sample), "google_patents")
+        curate.run(spark, lake)
+        split.run(spark, lake, date(2025, 1, 1))
+
+    steps: dict[str, float] = {}
+    with timed("prepare_retrieval", steps):
+        manifest = prepare_retrieval.run(spark, lake, str(retrieval))
+    with timed("encode_candidates", steps):
+        encode.main(
+            [
+                "--model",
+                args.model,
+                "--input",
+                str(retrieval / "candidates"),
+                "--id-column",
+                "id",
+                "--lang-column",
+                "lang",
+                "--lake",
+                lake,
+                "--encoder-name",
+                "bench",
+                "--kind",
+                "tac",
+                "--batch-size",
+                "64",
+            ]
+        )
+    with timed("encode_queries", steps):
+        encode.main(
+            [
+                "--model",
+                args.model,
+                "--input",
+                str(retrieval / "queries"),
+                "--id-column",
+                "key",
+                "--lang-column",
+                "lang",
+                "--lake",
+                lake,
+                "--encoder-name",
+                "bench",
+                "--kind",
+                "query",
+                "--batch-size",
+                "64",
+            ]
+        )
+    with timed("bm25_index", steps):
+        index.main(
+            [
+                "bm25",
+                "--collections",
+                str(retrieval / "bm25"),
+                "--out",
+                str(retrieval / "bm25_index"),
+            ]
+        )
+    with timed("faiss_index", steps):
+        index.main(
+            ["faiss", "--lake", lake, "--encoder", "bench", "--out", str(retrieval / "faiss")]
+        )
+    with timed("mine_candidates", steps):
+        mined = mine_candidates.run(spark, lake, str(retrieval), "bench", k=args.k)
+    with timed("build_triplets", steps):
+        built = build_triplets.run(spark, lake, seed=13, validation_size=2000)
+    total = sum(steps.values())
+    views = manifest["query_views"]
+    comparison = dense_comparison(retrieval, args.model, args.compare_queries, args.k)
+    write_result(
+        "stage2",
+        {
+            "machine": machine(args.master),
+            "patents": args.patents,
+            "k": args.k,
+            "candidate_pool": manifest["candidates"],
+            "query_views": views,
+            "candidate_rows": mined["candidate_rows"],
+            "examples": built["examples"],
+            "validation_examples": built["validation_examples"],
+            "seconds": {**prep, **steps, "candidates_plus_triplets": round(total, 2)},
+            "query_views_per_second": round(views / total, 2),
+            "query_views_per_second_mining_only": round(views / steps["mine_candidates"], 2),
+            "dense_step_vs_mine_hard_negatives": comparison,
+        },
+        args.out,
+    )
+    print(
+        f"{views / total:.1f} query views/s end to end; dense step speed-up vs mine_hard_negatives: "
+        f"{comparison['ratio_xembed_speedup']}x"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

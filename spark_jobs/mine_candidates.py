@@ -1,0 +1,169 @@
+"""Mine Stage II candidates: BM25 (query-language index) united with dense (FAISS) retrieval.
+
+    spark-submit spark_jobs/mine_candidates.py --lake ./lake --retrieval ./retrieval \\
+        --encoder miner [--k 2000]
+
+For every training query view (retrieval/queries, embeddings in index/embeddings with
+kind 'query'), BM25 top-k and dense top-k are united by alternating ranks into exactly k
+unique candidates (fewer only when the pool is smaller: n_available says how many). Every
+candidate carries its dense score (computed for all of them) and its BM25 rank and score
+(null when BM25 did not return it). Executors search with Pyserini and FAISS in
+mapInPandas; indexes are opened once per Python worker.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+
+import numpy as np
+import pandas as pd
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from spark_jobs.lib.lake import JobRun
+from spark_jobs.lib.session import build_session, job_arguments
+
+OUTPUT_SCHEMA = (
+    "query_id string, query_view string, query_lang string, cand_id string, "
+    "dense_score float, bm25_rank int, bm25_score float, n_available int"
+)
+_OPEN: dict = {}  # indexes opened in this Python worker, by path
+
+
+def _open(kind: str, path: str):
+    key = (kind, path)
+    if key not in _OPEN:
+        from trainer.retrieval import Bm25, DenseIndex
+
+        _OPEN[key] = Bm25(path) if kind == "bm25" else DenseIndex.load(path)
+    return _OPEN[key]
+
+
+def mine(
+    batches: Iterator[pd.DataFrame], retrieval: str, k: int, bm25_chars: int
+) -> Iterator[pd.DataFrame]:
+    """mapInPandas body: query views in, candidate rows out."""
+    from trainer.retrieval import union_candidates
+
+    dense = _open("dense", f"{retrieval}/faiss")
+    bm25 = _open("bm25", f"{retrieval}/bm25_index")
+    for frame in batches:
+        if frame.empty:
+            continue
+        queries = np.stack(
+            frame["embedding"].map(lambda v: np.asarray(v, dtype=np.float32)).to_list()
+        )
+        _, rows = dense.search(queries, k)
+        out = []
+        for i, q in enumerate(frame.itertuples(index=False)):
+            dense_ids = [dense.ids[j] for j in rows[i] if j >= 0]
+            hits = bm25.search(q.text, q.lang, k, bm25_chars)
+            union = union_candidates(hits, dense_ids, k)
+            scores = dense.score(queries[i], union)
+            ranked = {doc: (rank, score) for rank, (doc, score) in enumerate(hits, start=1)}
+            for doc, score in zip(union, scores, strict=True):
+                rank, bm25_score = ranked.get(doc, (None, None))
+                out.append(
+                    (q.query_id, q.view, q.lang, doc, float(score), rank, bm25_score, len(union))
+                )
+        result = pd.DataFrame(
+            out,
+            columns=[
+                "query_id",
+                "query_view",
+                "query_lang",
+                "cand_id",
+                "dense_score",
+                "bm25_rank",
+                "bm25_score",
+                "n_available",
+            ],
+        )
+        yield result.astype(
+            {
+                "bm25_rank": "Int32",
+                "bm25_score": "Float32",
+                "dense_score": "float32",
+                "n_available": "int32",
+            }
+        )
+
+
+def run(
+    spark: SparkSession,
+    lake: str,
+    retrieval: str,
+    encoder: str,
+    k: int = 2000,
+    bm25_chars: int = 2000,
+    partitions: int | None = None,
+    run_id: str | None = None,
+    args: dict | None = None,
+) -> dict[str, int]:
+    args = args or {"retrieval": retrieval, "encoder": encoder, "k": k}
+    with JobRun(spark, lake, "mine_candidates", args, run_id) as job:
+        embeddings = (
+            job.read("index/embeddings")
+            .where((F.col("encoder") == encoder) & (F.col("kind") == "query"))
+            .select(F.col("id").alias("key"), "embedding")
+        )
+        queries = spark.read.parquet(f"{retrieval}/queries").join(embeddings, "key")
+        n_parts = partitions or max(2, spark.sparkContext.defaultParallelism)
+        mined = queries.repartition(n_parts, "key").mapInPandas(
+            lambda it: mine(it, retrieval, k, bm25_chars), OUTPUT_SCHEMA
+        )
+        job.write(mined, "gold/stage2_candidates")
+        written = job.read("gold/stage2_candidates")
+        per_view = written.groupBy("query_id", "query_view").agg(F.first("n_available").alias("n"))
+        stats = per_view.agg(
+            F.count("*").alias("views"),
+            F.sum((F.col("n") < k).cast("int")).alias("short"),
+            F.min("n").alias("min_n"),
+        ).first()
+        job.count("query_views", stats["views"])
+        job.count("query_views_with_fewer_than_k", stats["short"] or 0)
+        job.count("min_candidates_per_view", stats["min_n"] or 0)
+        job.count("candidate_rows", written.count())
+        job.count("bm25_hits", written.where(F.col("bm25_rank").isNotNull()).count())
+        if stats["short"]:
+            job.info(
+                f"{stats['short']} query views have fewer than {k} candidates "
+                f"(the pool is smaller); n_available records the true count"
+            )
+        return job.metrics
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = job_arguments(__doc__.splitlines()[0])
+    parser.add_argument(
+        "--retrieval", required=True, help="folder from prepare_retrieval + trainer.index"
+    )
+    parser.add_argument(
+        "--encoder", required=True, help="encoder name of the embeddings in index/embeddings"
+    )
+    parser.add_argument("--k", type=int, default=2000, help="unique candidates per query view")
+    parser.add_argument(
+        "--bm25-chars", type=int, default=2000, help="characters of the query text BM25 uses"
+    )
+    parser.add_argument("--partitions", type=int, default=None)
+    args = parser.parse_args(argv)
+    if args.k < 1:
+        parser.error(f"--k must be >= 1, got {args.k}")
+    spark = build_session("xembed-mine-candidates", args.master)
+    run(
+        spark,
+        args.lake,
+        args.retrieval,
+        args.encoder,
+        args.k,
+        args.bm25_chars,
+        args.partitions,
+        args.run_id,
+        vars(args),
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,79 @@
+"""Export the Stage II retrieval inputs: BM25 collections, candidate TACs, training queries.
+
+    spark-submit spark_jobs/prepare_retrieval.py --lake ./lake --out ./retrieval
+
+Writes under --out: bm25/<lang>/part-*.json (Pyserini JsonCollection), candidates/ and
+queries/ (Parquet, for the encoder) and _manifest.json (counts, Delta versions read).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from spark_jobs.lib import fs
+from spark_jobs.lib import retrieval as R
+from spark_jobs.lib.lake import JobRun
+from spark_jobs.lib.session import build_session, job_arguments
+
+
+def run(
+    spark: SparkSession, lake: str, out: str, run_id: str | None = None, args: dict | None = None
+) -> dict:
+    with JobRun(spark, lake, "prepare_retrieval", args or {"out": out}, run_id) as job:
+        patents = job.read("silver/patents")
+        views = job.read("silver/views")
+        excluded = job.read("silver/excluded_families")
+        citations = job.read("bronze/citations")
+        tac = R.pool_tac(views, excluded).persist()
+        pool = R.candidates(patents, tac)
+        pool.write.mode("overwrite").parquet(f"{out}/candidates")
+        docs = R.bm25_documents(tac)
+        langs = sorted(r["lang"] for r in docs.select("lang").distinct().collect())
+        for lang in langs:
+            (
+                docs.where(F.col("lang") == lang)
+                .drop("lang")
+                .repartition(2)
+                .write.mode("overwrite")
+                .json(f"{out}/bm25/{lang}")
+            )
+        pool_ids = spark.read.parquet(f"{out}/candidates")
+        positives = R.positives(patents, citations, pool_ids)
+        R.training_queries(views, excluded, patents, positives).write.mode("overwrite").parquet(
+            f"{out}/queries"
+        )
+        queries = spark.read.parquet(f"{out}/queries")
+        manifest = {
+            "candidates": pool_ids.count(),
+            "bm25_documents": {lang: docs.where(F.col("lang") == lang).count() for lang in langs},
+            "query_views": queries.count(),
+            "query_patents": queries.select("query_id").distinct().count(),
+            "delta_versions": dict(job.inputs),
+        }
+        fs.write_text(
+            spark, f"{out}/_manifest.json", json.dumps(manifest, indent=2, sort_keys=True)
+        )
+        tac.unpersist()
+        job.count("candidates", manifest["candidates"])
+        job.count("query_views", manifest["query_views"])
+        job.count("query_patents", manifest["query_patents"])
+        for lang, n in manifest["bm25_documents"].items():
+            job.count(f"bm25_documents_{lang}", n)
+        return manifest
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = job_arguments(__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True, help="folder for the retrieval inputs")
+    args = parser.parse_args(argv)
+    spark = build_session("xembed-prepare-retrieval", args.master)
+    run(spark, args.lake, args.out, args.run_id, vars(args))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,258 @@
+"""Stage II: BM25 per language, mining, and the triplet rules on generated and hand-built data."""
+
+from datetime import date
+
+import pandas as pd
+import pytest
+from deltalake import DeltaTable
+from pyspark.sql import functions as F
+
+from spark_jobs.lib import triplets as T
+from trainer.retrieval import Bm25, build_bm25_index, union_candidates
+
+pytestmark = [pytest.mark.spark, pytest.mark.integration]
+
+
+def delta(lake, name):
+    return DeltaTable(f"{lake}/{name}").to_pandas()
+
+
+# --- BM25 ------------------------------------------------------------------------------------
+
+DOCS = {
+    "en": [
+        ("E1", "A seed drill with a gyroscope and a gear"),
+        ("E2", "A vacuum cleaner with a chain"),
+        ("E3", "Battery module with a cooling plate"),
+    ],
+    "zh": [
+        ("Z1", "一种播种机，包括陀螺仪和齿轮"),
+        ("Z2", "一种吸尘器，包括链条和阀门"),
+        ("Z3", "一种电池模组，包括冷却板"),
+    ],
+    "ja": [
+        ("J1", "ジャイロスコープと歯車とを備える播種機"),
+        ("J2", "チェーンとバルブとを備える電気掃除機"),
+        ("J3", "冷却板を備える電池モジュール"),
+    ],
+}
+
+
+def test_bm25_returns_the_matching_document_first_in_each_language(tmp_path):
+    import json
+
+    for lang, docs in DOCS.items():
+        folder = tmp_path / "collections" / lang
+        folder.mkdir(parents=True)
+        (folder / "docs.json").write_text(
+            "\n".join(json.dumps({"id": i, "contents": t}, ensure_ascii=False) for i, t in docs)
+        )
+        build_bm25_index(str(folder), str(tmp_path / "index" / lang), lang, threads=1)
+    bm25 = Bm25(str(tmp_path / "index"))
+    assert bm25.search("cooling plate battery", "en", 3)[0][0] == "E3"
+    assert bm25.search("吸尘器 链条", "zh", 3)[0][0] == "Z2"
+    assert bm25.search("播種機の歯車", "ja", 3)[0][0] == "J1"
+    assert bm25.search("anything", "de", 3) == []  # no German index: no BM25 candidates
+
+
+def test_union_alternates_bm25_and_dense_to_k_unique():
+    bm25 = [("a", 9.0), ("b", 8.0), ("c", 7.0)]
+    assert union_candidates(bm25, ["b", "d", "e"], 4) == ["a", "b", "d", "c"]
+    assert union_candidates(bm25, ["x"], 10) == ["a", "x", "b", "c"]
+
+
+# --- properties over the generated corpus ----------------------------------------------------
+
+
+def test_candidates_have_dense_scores_and_exactly_k_when_the_pool_allows(stage2):
+    lake, _, mined, _ = stage2
+    cands = delta(lake, "gold/stage2_candidates")
+    assert cands.dense_score.notna().all()
+    per_view = cands.groupby(["query_id", "query_view"]).agg(
+        n=("cand_id", "size"), avail=("n_available", "first"), unique=("cand_id", "nunique")
+    )
+    assert (per_view.n == per_view.avail).all() and (per_view.n == per_view.unique).all()
+    assert (per_view.n <= 120).all() and mined["query_views"] == len(per_view)
+    assert cands.bm25_rank.notna().any() and cands.bm25_rank.isna().any()
+
+
+def test_examples_obey_every_negative_rule(stage2):
+    lake, _, _, built = stage2
+    examples = delta(lake, "gold/stage2_examples")
+    validation = delta(lake, "gold/stage2_validation")
+    assert len(examples) > 20 and len(validation) > 0 and built["examples"] == len(examples)
+    patents = delta(lake, "silver/patents").set_index("publication_number")
+    citations = delta(lake, "bronze/citations")
+    x = citations[citations.is_x & citations.resolved].groupby("citing").cited.apply(set)
+    family = patents.family_id
+    for frame in (examples, validation):
+        for e in frame.itertuples():
+            negs = list(e.negative_ids)
+            assert len(negs) == 8 and len(e.negative_origin) == 8
+            neg_fams = [family[n] for n in negs]
+            assert len(set(neg_fams)) == 8  # no two from one family
+            assert e.query_family_id not in neg_fams
+            positives = x.get(e.query_id, set())
+            assert e.positive_id in positives
+            assert not set(negs) & positives
+            assert not set(neg_fams) & {family[p] for p in positives if p in family.index}
+            filed = patents.filing_date[e.query_id]
+            assert all(patents.publication_date[n] <= filed for n in negs)
+            assert set(e.negative_origin) <= {a + b for a in "HML" for b in "HML"} | {"A"}
+            # language priority: query-language negatives come first
+            in_lang = [lang == e.query_lang for lang in e.negative_langs]
+            assert in_lang == sorted(in_lang, reverse=True)
+    labelled = lambda f: set(f.query_family_id) | set(f.positive_family_id)  # noqa: E731
+    assert not labelled(examples) & labelled(validation)
+    excluded = set(delta(lake, "silver/excluded_families").family_id)
+    for frame in (examples, validation):
+        assert not set(frame.query_family_id) & excluded
+        assert not {family[n] for negs in frame.negative_ids for n in negs} & excluded
+
+
+def test_dropped_views_are_recorded_with_reasons(stage2):
+    lake, _, _, built = stage2
+    dropped = delta(lake, "gold/stage2_dropped")
+    assert set(dropped.reason) <= {
+        "no_candidate_after_filters",
+        "corner_strata_below_6",
+        "fewer_than_8_negatives",
+        "labelled_family_in_validation",
+    }
+    for reason, n in dropped.groupby("reason")["count"].sum().items():
+        assert built[f"dropped_{reason}"] == n
+
+
+# --- a hand-built query view with known scores ---------------------------------------------
+
+
+def hand_built(spark):
+    """Query Q (zh, filed 2020-06-01) with positive P and 18 retrieved candidates C00..C17.
+
+    Dense scores fall with the index (dense H: C00-C05, M: C06-C11, L: C12-C17); twelve
+    candidates have BM25 ranks 1-12 (H: 1-4, M: 5-8, L: 9-12), six have none (L).
+    """
+    bm25 = {
+        0: 1,
+        1: 9,
+        2: 5,
+        3: 10,
+        4: None,
+        5: None,
+        6: 2,
+        7: 11,
+        8: 6,
+        9: 12,
+        10: None,
+        11: None,
+        12: 3,
+        13: 4,
+        14: 7,
+        15: 8,
+        16: None,
+        17: None,
+    }
+    rows = [("Q", "ABS", "zh", f"C{i:02d}", 1.0 - i * 0.05, bm25[i], None, 18) for i in range(18)]
+    rows.append(("Q", "ABS", "zh", "LATE", 0.99, 1, None, 18))  # published after Q's filing
+    rows.append(("Q", "ABS", "zh", "QF", 0.98, 2, None, 18))  # Q's own family
+    rows.append(("Q", "ABS", "zh", "PF", 0.97, 3, None, 18))  # the positive's family
+    candidates = spark.createDataFrame(
+        rows,
+        "query_id string, query_view string, query_lang string, cand_id string, "
+        "dense_score double, bm25_rank int, bm25_score double, n_available int",
+    )
+    langs = {f"C{i:02d}": ("zh" if i % 3 == 0 else "en") for i in range(18)}
+    pool = spark.createDataFrame(
+        [(c, lang) for c, lang in langs.items()]
+        + [("LATE", "zh"), ("QF", "zh"), ("PF", "zh"), ("P", "en"), ("A1", "ja")],
+        "id string, lang string",
+    )
+    patents = spark.createDataFrame(
+        [(c, f"F{c}", date(2019, 1, 1), date(2018, 1, 1)) for c in langs]
+        + [
+            ("LATE", "FLATE", date(2021, 1, 1), date(2020, 1, 1)),
+            ("QF", "FQ", date(2019, 1, 1), date(2018, 1, 1)),
+            ("PF", "FP", date(2019, 1, 1), date(2018, 1, 1)),
+            ("P", "FP", date(2019, 1, 1), date(2018, 1, 1)),
+            ("A1", "FA", date(2019, 2, 1), date(2018, 2, 1)),
+            ("Q", "FQ", date(2021, 1, 1), date(2020, 6, 1)),
+        ],
+        "publication_number string, family_id string, publication_date date, filing_date date",
+    )
+    positives = spark.createDataFrame(
+        [("Q", "P", "FP", "en")],
+        "query_id string, positive_id string, positive_family_id string, positive_lang string",
+    )
+    return candidates, pool, patents, positives
+
+
+def test_hand_built_strata_corners_pool_and_language_priority(spark):
+    candidates, pool_ids, patents, positives = hand_built(spark)
+    queries = T.query_info(patents.withColumn("primary_lang", F.lit("zh")))
+    cands = T.candidate_info(patents, pool_ids)
+    pos = T.positive_sets(positives)
+    filtered = T.filter_candidates(candidates, queries, cands, pos)
+    assert sorted(r.cand_id for r in filtered.collect()) == [f"C{i:02d}" for i in range(18)]
+    strata = {r.cand_id: r.stratum for r in T.stratify(filtered).collect()}
+    expected = {f"C{i:02d}": "HML"[i // 6] for i in range(18)}
+    # BM25 levels by rank among the 12 ranked candidates: ranks 1-4 H, 5-8 M, 9-12 L.
+    bm25_level = {
+        1: "H",
+        2: "H",
+        3: "H",
+        4: "H",
+        5: "M",
+        6: "M",
+        7: "M",
+        8: "M",
+        9: "L",
+        10: "L",
+        11: "L",
+        12: "L",
+    }
+    ranks = {r.cand_id: r.bm25_rank for r in candidates.collect()}
+    for cand, dense in expected.items():
+        expected[cand] = dense + (bm25_level[ranks[cand]] if ranks[cand] else "L")
+    assert strata == expected
+    assert (strata["C00"], strata["C01"], strata["C02"], strata["C04"]) == ("HH", "HL", "HM", "HL")
+    assert (strata["C06"], strata["C12"], strata["C16"]) == ("MH", "LH", "LL")
+    assert pd.Series(list(strata.values())).value_counts().max() <= 4
+
+    sampled = T.sample_strata(T.stratify(filtered), seed=1)
+    assert sampled.count() == 18  # <= 4 per stratum: all kept
+    corners = T.corner_counts(sampled).first()["corners"]
+    assert (
+        corners == sum(1 for s in strata.values() if s in T.CORNERS) == 9
+    )  # HH 1, HL 4, LH 2, LL 2
+
+    a_rows = T.allowed(
+        spark.createDataFrame([("Q", "A1")], "query_id string, cand_id string"), queries, cands, pos
+    ).select("query_id", "cand_id", "cand_lang", "cand_family_id")
+    views = spark.createDataFrame([("Q", "ABS")], "query_id string, query_view string")
+    pooled = T.pool(sampled, a_rows, views)
+    assert pooled.count() == 19 and pooled.where("origin = 'A'").count() == 1
+    query_langs = spark.createDataFrame(
+        [("Q", "ABS", "zh", "FQ")],
+        "query_id string, query_view string, query_lang string, query_family_id string",
+    )
+    (example,) = T.examples(pooled, positives, query_langs, seed=1).collect()
+    zh = [
+        c
+        for c, lang in {**{f"C{i:02d}": ("zh" if i % 3 == 0 else "en") for i in range(18)}}.items()
+        if lang == "zh"
+    ]
+    assert len(zh) == 6  # fewer than 8 in the query language: all 6, then the positive's (en)
+    assert sorted(example.negative_ids[:6]) == sorted(zh)
+    assert list(example.negative_langs) == ["zh"] * 6 + ["en"] * 2
+    assert len(example.negative_ids) == 8
+
+
+def test_corner_rule_drops_views_with_fewer_than_six(spark):
+    frame = spark.createDataFrame(
+        [
+            ("Q", "ABS", f"C{i}", s)
+            for i, s in enumerate(["HH", "HL", "LH", "LL", "HH", "MM", "MM", "HM"])
+        ],
+        "query_id string, query_view string, cand_id string, stratum string",
+    )
+    assert T.corner_counts(frame).first()["corners"] == 5  # < 6: dropped by build_triplets

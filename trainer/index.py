@@ -1,0 +1,79 @@
+"""Build the Stage II / evaluation indexes.
+
+    python -m trainer.index bm25  --collections retrieval/bm25 --out retrieval/bm25_index [--threads 2]
+    python -m trainer.index faiss --lake lake --encoder NAME --out retrieval/faiss [--type flat|ivf|hnsw]
+
+BM25: one Lucene index per language folder of Pyserini JsonCollection files (zh and ja get
+Pyserini's language analyzers, en the default English one). FAISS: an inner-product index
+over the encoder's TAC embeddings read from the lake table index/embeddings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from trainer.retrieval import INDEX_TYPES, DenseIndex, build_bm25_index
+
+
+def read_embeddings(lake: str, encoder: str, kind: str) -> tuple[list[str], list[str], np.ndarray]:
+    """(ids, langs, vectors) of one encoder and kind from index/embeddings (delta-rs reader)."""
+    import pyarrow.compute as pc
+    from deltalake import DeltaTable
+
+    dataset = DeltaTable(f"{lake.rstrip('/')}/index/embeddings").to_pyarrow_dataset()
+    table = dataset.to_table(
+        filter=(pc.field("encoder") == encoder) & (pc.field("kind") == kind),
+        columns=["id", "lang", "embedding"],
+    ).sort_by("id")
+    if table.num_rows == 0:
+        raise ValueError(f"index/embeddings has no {kind!r} rows for encoder {encoder!r}")
+    flat = table.column("embedding").combine_chunks()
+    vectors = np.asarray(flat.values.to_numpy(zero_copy_only=False), dtype=np.float32).reshape(
+        table.num_rows, -1
+    )
+    return table.column("id").to_pylist(), table.column("lang").to_pylist(), vectors
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    bm25 = sub.add_parser("bm25", help="one Lucene index per language")
+    bm25.add_argument(
+        "--collections", required=True, help="folder with one JsonCollection folder per language"
+    )
+    bm25.add_argument("--out", required=True)
+    bm25.add_argument("--threads", type=int, default=2)
+    dense = sub.add_parser("faiss", help="FAISS index over the encoder's TAC embeddings")
+    dense.add_argument("--lake", required=True)
+    dense.add_argument(
+        "--encoder", required=True, help="encoder name used when the embeddings were written"
+    )
+    dense.add_argument("--out", required=True)
+    dense.add_argument("--type", choices=INDEX_TYPES, default="flat")
+    args = parser.parse_args(argv)
+
+    if args.command == "bm25":
+        langs = sorted(p.name for p in Path(args.collections).iterdir() if p.is_dir())
+        if not langs:
+            parser.error(f"{args.collections} holds no language folders")
+        for lang in langs:
+            build_bm25_index(
+                str(Path(args.collections) / lang), str(Path(args.out) / lang), lang, args.threads
+            )
+            print(f"bm25 index {lang}: {Path(args.out) / lang}", file=sys.stderr)
+        return 0
+    ids, _, vectors = read_embeddings(args.lake, args.encoder, "tac")
+    DenseIndex.build(ids, vectors, args.type).save(args.out)
+    print(
+        f"faiss {args.type} index over {len(ids):,} x {vectors.shape[1]} -> {args.out}",
+        file=sys.stderr,
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

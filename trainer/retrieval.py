@@ -1,0 +1,191 @@
+"""Retrieval back ends: Pyserini BM25 (one Lucene index per language) and FAISS dense search.
+
+Both are used by candidate mining (Stage II) and by the evaluator. Pyserini needs a JDK >= 21
+(``trainer.java`` finds one); FAISS uses the GPU when faiss-gpu and a device are present.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from trainer.java import prepare_pyserini_env
+
+INDEX_TYPES = ("flat", "ivf", "hnsw")
+
+
+# --- BM25 -------------------------------------------------------------------------------------
+
+
+def build_bm25_index(collection: str, index: str, lang: str, threads: int = 2) -> None:
+    """Index a Pyserini JsonCollection folder with the language's analyzer (en: default)."""
+    env_home = prepare_pyserini_env()
+    cmd = [
+        sys.executable,
+        "-m",
+        "pyserini.index.lucene",
+        "--collection",
+        "JsonCollection",
+        "--input",
+        collection,
+        "--index",
+        index,
+        "--generator",
+        "DefaultLuceneDocumentGenerator",
+        "--threads",
+        str(threads),
+    ]
+    if lang != "en":
+        cmd += ["--language", lang]
+    import os
+
+    env = {**os.environ, "JAVA_HOME": str(env_home)}
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(
+            f"Pyserini indexing of {collection} ({lang}) failed:\n{done.stderr[-3000:]}"
+        )
+
+
+class Bm25:
+    """Lucene searchers per language, opened lazily; long queries are shortened until they run."""
+
+    def __init__(self, root: str, k1: float = 0.9, b: float = 0.4):
+        self.root = Path(root)
+        self.k1, self.b = k1, b
+        self._searchers: dict = {}
+
+    def languages(self) -> list[str]:
+        return sorted(p.name for p in self.root.iterdir() if p.is_dir())
+
+    def searcher(self, lang: str):
+        if lang not in self._searchers:
+            path = self.root / lang
+            if not path.exists():
+                self._searchers[lang] = None
+            else:
+                prepare_pyserini_env()
+                from pyserini.search.lucene import LuceneSearcher
+
+                searcher = LuceneSearcher(str(path))
+                if lang != "en":
+                    searcher.set_language(lang)
+                searcher.set_bm25(self.k1, self.b)
+                self._searchers[lang] = searcher
+        return self._searchers[lang]
+
+    def search(
+        self, text: str, lang: str, k: int, max_chars: int = 2000
+    ) -> list[tuple[str, float]]:
+        """[(docid, score)] best first; [] when there is no index for ``lang``."""
+        searcher = self.searcher(lang)
+        if searcher is None or not text.strip():
+            return []
+        query = text[:max_chars]
+        while True:
+            try:
+                return [(h.docid, float(h.score)) for h in searcher.search(query, k=k)]
+            except Exception as exc:  # Lucene's TooManyClauses on very long queries
+                if len(query) < 50 or "Clause" not in str(exc):
+                    raise
+                query = query[: len(query) // 2]
+
+
+# --- dense ------------------------------------------------------------------------------------
+
+
+@dataclass
+class DenseIndex:
+    """A FAISS inner-product index over L2-normalised embeddings, with ids and raw vectors."""
+
+    index: object
+    ids: list[str]
+    vectors: np.ndarray  # (n, d) float32, rows aligned with ids
+
+    def __post_init__(self):
+        self.row = {doc: i for i, doc in enumerate(self.ids)}
+
+    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        k = min(k, len(self.ids))
+        return self.index.search(np.ascontiguousarray(queries, dtype=np.float32), k)
+
+    def score(self, query: np.ndarray, doc_ids: list[str]) -> np.ndarray:
+        """Inner products of one query with the given documents (any document, not just hits)."""
+        rows = np.fromiter((self.row[d] for d in doc_ids), dtype=np.int64, count=len(doc_ids))
+        return self.vectors[rows] @ query.astype(np.float32)
+
+    def save(self, folder: str) -> None:
+        import faiss
+
+        out = Path(folder)
+        out.mkdir(parents=True, exist_ok=True)
+        faiss.write_index(self._cpu_index(), str(out / "index.faiss"))
+        np.save(out / "vectors.npy", self.vectors)
+        (out / "ids.json").write_text(json.dumps(self.ids))
+
+    def _cpu_index(self):
+        import faiss
+
+        return (
+            faiss.index_gpu_to_cpu(self.index) if hasattr(self.index, "getDevice") else self.index
+        )
+
+    @classmethod
+    def load(cls, folder: str, use_gpu: bool = True) -> DenseIndex:
+        import faiss
+
+        folder = Path(folder)
+        index = faiss.read_index(str(folder / "index.faiss"))
+        if use_gpu and faiss.get_num_gpus() > 0:
+            index = faiss.index_cpu_to_all_gpus(index)
+        vectors = np.load(folder / "vectors.npy", mmap_mode="r")
+        return cls(index, json.loads((folder / "ids.json").read_text()), vectors)
+
+    @classmethod
+    def build(
+        cls,
+        ids: list[str],
+        vectors: np.ndarray,
+        kind: str = "flat",
+        nlist: int | None = None,
+        hnsw_m: int = 32,
+    ) -> DenseIndex:
+        """Exact inner product (flat, default), IVF for large corpora, or HNSW."""
+        import faiss
+
+        if kind not in INDEX_TYPES:
+            raise ValueError(f"index type must be one of {INDEX_TYPES}, got {kind!r}")
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        d = vectors.shape[1]
+        if kind == "flat":
+            index = faiss.IndexFlatIP(d)
+        elif kind == "ivf":
+            nlist = nlist or max(1, int(4 * np.sqrt(len(ids))))
+            index = faiss.IndexIVFFlat(faiss.IndexFlatIP(d), d, nlist, faiss.METRIC_INNER_PRODUCT)
+            index.train(vectors)
+            index.nprobe = max(1, nlist // 8)
+        else:
+            index = faiss.IndexHNSWFlat(d, hnsw_m, faiss.METRIC_INNER_PRODUCT)
+        index.add(vectors)
+        return cls(index, list(ids), vectors)
+
+
+def union_candidates(bm25_hits: list[tuple[str, float]], dense_ids: list[str], k: int) -> list[str]:
+    """Up to ``k`` unique ids alternating BM25 and dense ranks (BM25 first at each rank)."""
+    out: list[str] = []
+    seen: set[str] = set()
+    for i in range(max(len(bm25_hits), len(dense_ids))):
+        for doc in ((bm25_hits[i][0],) if i < len(bm25_hits) else ()) + (
+            (dense_ids[i],) if i < len(dense_ids) else ()
+        ):
+            if doc not in seen:
+                seen.add(doc)
+                out.append(doc)
+                if len(out) == k:
+                    return out
+    return out
