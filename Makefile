@@ -14,6 +14,9 @@ SAMPLE_PATENTS ?= 2000
 SEED ?= 7
 DEMO_DIR := demo
 LAKE ?= $(DEMO_DIR)/lake
+RET := $(DEMO_DIR)/retrieval
+MINER ?= builtin:qwen3-tiny
+DEMO_K ?= 100
 
 .PHONY: help setup test lint format demo bench dist clean constraints
 
@@ -55,6 +58,25 @@ demo: setup  ## sample -> ingest -> curate -> split -> DQ -> Stage I pairs -> sh
 	spark-submit spark_jobs/export_training.py --lake $(LAKE) --dataset stage1 --format parquet --out $(DEMO_DIR)/shards/stage1
 	$(PY) -m trainer.train configs/cpu-small.yaml --stage stage1 --train_data $(DEMO_DIR)/shards/stage1 \
 	    --output_dir $(DEMO_DIR)/models/stage1 --lake $(LAKE) --model_id demo-stage1 --disable_tqdm true
+	spark-submit spark_jobs/prepare_retrieval.py --lake $(LAKE) --out $(RET)
+	$(PY) -m trainer.encode --model $(MINER) --input $(RET)/candidates --id-column id --lang-column lang \
+	    --lake $(LAKE) --encoder-name miner --kind tac
+	$(PY) -m trainer.encode --model $(MINER) --input $(RET)/queries --id-column key --lang-column lang \
+	    --lake $(LAKE) --encoder-name miner --kind query
+	$(PY) -m trainer.index bm25 --collections $(RET)/bm25 --out $(RET)/bm25_index
+	$(PY) -m trainer.index faiss --lake $(LAKE) --encoder miner --out $(RET)/faiss
+	spark-submit spark_jobs/mine_candidates.py --lake $(LAKE) --retrieval $(RET) --encoder miner --k $(DEMO_K)
+	spark-submit spark_jobs/build_triplets.py --lake $(LAKE) --seed $(SEED) --validation-size 200
+	spark-submit spark_jobs/export_training.py --lake $(LAKE) --dataset stage2 --format parquet --out $(DEMO_DIR)/shards/stage2
+	spark-submit spark_jobs/export_training.py --lake $(LAKE) --dataset stage2_validation --format parquet --out $(DEMO_DIR)/shards/stage2_val
+	$(PY) -m trainer.train configs/cpu-small.yaml --stage stage2 --init_model $(DEMO_DIR)/models/stage1 \
+	    --train_data $(DEMO_DIR)/shards/stage2 --validation_data $(DEMO_DIR)/shards/stage2_val \
+	    --per_device_train_batch_size 4 --per_device_eval_batch_size 4 \
+	    --output_dir $(DEMO_DIR)/models/xembed --lake $(LAKE) --model_id demo-xembed --disable_tqdm true
+	$(PY) -m trainer.train configs/cpu-small.yaml --stage sft \
+	    --train_data $(DEMO_DIR)/shards/stage2 --validation_data $(DEMO_DIR)/shards/stage2_val \
+	    --per_device_train_batch_size 4 --per_device_eval_batch_size 4 \
+	    --output_dir $(DEMO_DIR)/models/sft --lake $(LAKE) --model_id demo-sft --disable_tqdm true
 
 bench: setup  ## benchmarks (JSON under benchmarks/results/): ingest+curate, build_pairs, trainer
 	$(PY) benchmarks/ingest_curate.py --patents $${BENCH_PATENTS:-100000}

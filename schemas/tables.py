@@ -300,10 +300,13 @@ EVAL_PER_QUERY = TableSpec(
         req("query_id", "string"),
         req("lang", "string"),
         req("view", "string"),
-        req("dim", "int"),
+        req("dim", "int", "embedding dimension; 0 for BM25"),
         col("ipc_section", "string"),
         col("first_x_rank", "int", "rank of the first X reference; null when not retrieved"),
-        req("n_x", "int"),
+        req(
+            "x_ranks", "array<int>", "ranks of every retrieved X reference (depth = largest cutoff)"
+        ),
+        req("n_x", "int", "X references of the query in the collection"),
     ),
     keys=("run_id", "query_id", "view", "dim"),
 )
@@ -323,6 +326,28 @@ EVAL_METRICS = TableSpec(
         req("value", "double"),
         req("n_queries", "int"),
     ),
+)
+
+EVAL_SIGNIFICANCE = TableSpec(
+    "eval/significance",
+    "Paired randomization tests between two evaluation runs per language x view and overall.",
+    (
+        req("run_a", "string"),
+        req("run_b", "string"),
+        req("lang", "string", "language code, or ALL"),
+        req("view", "string", "view, or ALL"),
+        req("dim", "int"),
+        req("metric", "string"),
+        col("k", "int"),
+        req("value_a", "double"),
+        req("value_b", "double"),
+        req("diff", "double", "value_b - value_a"),
+        req("p_value", "double", "two-sided, paired randomization"),
+        req("n_queries", "int"),
+        req("permutations", "int"),
+        req("created_at", "timestamp"),
+    ),
+    keys=("run_a", "run_b", "lang", "view", "dim", "metric", "k"),
 )
 
 MODELS_REGISTRY = TableSpec(
@@ -403,6 +428,7 @@ TABLES: dict[str, TableSpec] = {
         EVAL_RUNS,
         EVAL_PER_QUERY,
         EVAL_METRICS,
+        EVAL_SIGNIFICANCE,
         MODELS_REGISTRY,
         DQ_RESULTS,
         META_JOB_RUNS,

@@ -1,0 +1,153 @@
+"""Evaluator: family exclusion, end to end on the generated sample (dense + BM25), report, SQL."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from deltalake import DeltaTable
+
+from trainer import evaluate, report, significance
+from trainer.evaluate import evaluate_results, exclude_family
+
+
+def test_a_family_member_ranked_first_is_removed_before_scoring(tmp_path):
+    queries = [
+        {
+            "publication_number": "Q",
+            "family_id": "FQ",
+            "lang": "en",
+            "view": "ABS",
+            "ipc_section": "H",
+            "x_cited": ["X1"],
+            "text": "q",
+        }
+    ]
+    members = {"FQ": ["Q", "Q-EP"], "FX": ["X1"]}
+    found = [("Q-EP", 0.99), ("Q", 0.98), ("D1", 0.9), ("X1", 0.8)]
+    assert exclude_family(found, {"Q", "Q-EP"}, 10) == [("D1", 0.9), ("X1", 0.8)]
+    per_query, aggregated = evaluate_results(
+        {64: [found]}, queries, members, {"Q", "Q-EP", "D1", "X1"}, [1, 2], tmp_path, "t"
+    )
+    assert per_query[0]["first_x_rank"] == 2 and per_query[0]["x_ranks"] == [2]
+    overall = {(r["metric"], r["k"]): r["value"] for r in aggregated if r["lang"] == "ALL"}
+    assert (
+        overall[("hit", 1)] == 0.0 and overall[("hit", 2)] == 1.0 and overall[("mrr", None)] == 0.5
+    )
+    run = (tmp_path / "en_ABS_64.trec").read_text().split("\n")[0].split()
+    assert run == ["Q|ABS", "Q0", "D1", "1", "0.900000", "t"]
+
+
+@pytest.mark.spark
+@pytest.mark.integration
+def test_end_to_end_tables_report_significance_and_sql(spark, pipeline, tmp_path):
+    _, _, lake, _ = pipeline
+    assert (
+        evaluate.main(
+            [
+                "--lake",
+                lake,
+                "--model",
+                "builtin:qwen3-tiny",
+                "--name",
+                "base",
+                "--run-id",
+                "e2e-base",
+                "--cutoffs",
+                "10,20,100",
+                "--max-length",
+                "128",
+            ]
+        )
+        == 0
+    )
+    assert (
+        evaluate.main(
+            [
+                "--lake",
+                lake,
+                "--model",
+                "bm25",
+                "--name",
+                "bm25",
+                "--run-id",
+                "e2e-bm25",
+                "--cutoffs",
+                "10,20,100",
+            ]
+        )
+        == 0
+    )
+    runs = DeltaTable(f"{lake}/eval/runs").to_pandas().set_index("run_id")
+    assert list(runs.loc["e2e-base", "dims"]) == [64, 128] and list(
+        runs.loc["e2e-bm25", "dims"]
+    ) == [0]
+    metrics = DeltaTable(f"{lake}/eval/metrics").to_pandas()
+    overall = metrics[(metrics.lang == "ALL") & (metrics.view == "ALL") & (metrics.metric == "hit")]
+    assert set(overall.run_id) == {"e2e-base", "e2e-bm25"}
+    assert ((overall.value >= 0) & (overall.value <= 1)).all()
+    per_query = DeltaTable(f"{lake}/eval/per_query").to_pandas()
+    queries = DeltaTable(f"{lake}/silver/eval_queries").to_pandas()
+    assert set(per_query.query_id) <= set(queries.publication_number)
+    assert set(per_query.view) <= {"ABS", "CLAIM", "DESC", "TAC"}
+    # the metrics CLI scores the TREC files the same way as the tables
+    run_dir = Path(lake) / "runs" / "e2e-bm25"
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "trainer.metrics",
+            "--run",
+            str(run_dir / "en_TAC_0.trec"),
+            "--qrels",
+            str(run_dir / "qrels.txt"),
+            "--k",
+            "10,100",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    mean = json.loads(out.stdout)["mean"]
+    cell = metrics[
+        (metrics.run_id == "e2e-bm25")
+        & (metrics.lang == "en")
+        & (metrics.view == "TAC")
+        & (metrics.ipc_section == "ALL")
+        & (metrics.metric == "hit")
+        & (metrics.k == 100)
+    ]
+    assert mean["hit@100"] == pytest.approx(float(cell.value.iloc[0]))
+
+    assert (
+        significance.main(
+            ["--lake", lake, "--a", "e2e-bm25", "--b", "e2e-base", "--permutations", "200"]
+        )
+        == 0
+    )
+    sig = DeltaTable(f"{lake}/eval/significance").to_pandas()
+    assert ((sig.p_value > 0) & (sig.p_value <= 1)).all() and "ALL" in set(sig.lang)
+
+    path = report.build(lake, ["e2e-bm25", "e2e-base"], tmp_path / "report", dim=64)
+    text = path.read_text()
+    assert "Table 2" in text and "Table 4" in text and "Paired randomization" in text
+    assert (tmp_path / "report" / "fig3_macro_hit_at_k.png").stat().st_size > 1000
+    assert (tmp_path / "report" / "report.html").read_text().count("<table>") >= 4
+
+    sql = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "spark_jobs.sql",
+            "--lake",
+            lake,
+            "-e",
+            "SELECT count(*) FROM eval_metrics WHERE run_id = 'e2e-bm25'",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert sql.returncode == 0, sql.stderr[-2000:]
+    count = int(sql.stdout.strip().splitlines()[-1])
+    assert count == len(metrics[metrics.run_id == "e2e-bm25"])

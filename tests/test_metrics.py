@@ -1,0 +1,75 @@
+"""Metrics agree with ranx; IPC-section macro and the 12-way overall by hand."""
+
+import random
+
+import pytest
+from ranx import Qrels, Run, evaluate
+
+from trainer.metrics import aggregate, ranked, score_queries
+
+
+def random_case(seed):
+    rng = random.Random(seed)
+    docs = [f"d{i:03d}" for i in range(60)]
+    run, qrels = {}, {}
+    for q in range(40):
+        qid = f"q{q}"
+        # coarse scores create many ties; some queries retrieve none of their relevant docs
+        run[qid] = [(d, float(rng.randint(0, 9))) for d in rng.sample(docs, rng.randint(5, 50))]
+        qrels[qid] = set(rng.sample(docs, rng.randint(1, 6)))
+    return run, qrels
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_metrics_agree_with_ranx_including_ties_and_misses(seed):
+    run, qrels = random_case(seed)
+    ours = score_queries(run, qrels, cutoffs=[1, 5, 10, 20])
+
+    # ranx's tie order is unspecified; give it strictly decreasing scores in the TREC order
+    # (-score, docid), while our function gets the tied scores and must break ties itself.
+    def strict(results):
+        order = sorted(results, key=lambda x: (-x[1], x[0]))
+        return {d: float(len(order) - i) for i, (d, _) in enumerate(order)}
+
+    ranx_run = Run({q: strict(r) for q, r in run.items()})
+    ranx_qrels = Qrels({q: {d: 1 for d in rel} for q, rel in qrels.items()})
+    qids = list(ranx_qrels.keys())
+    names = {"hit@{k}": "hit_rate@{k}", "recall@{k}": "recall@{k}"}
+    for k in (1, 5, 10, 20):
+        for ours_name, ranx_name in names.items():
+            theirs = evaluate(ranx_qrels, ranx_run, ranx_name.format(k=k), return_mean=False)
+            mine = [ours[q][ours_name.format(k=k)] for q in qids]
+            assert mine == pytest.approx(list(theirs), abs=1e-9)
+    for ours_name, ranx_name in (("mrr", "mrr"), ("ndcg@10", "ndcg@10")):
+        theirs = evaluate(ranx_qrels, ranx_run, ranx_name, return_mean=False)
+        assert [ours[q][ours_name] for q in qids] == pytest.approx(list(theirs), abs=1e-9)
+    assert any(v["mrr"] == 0 for v in ours.values())  # the case includes misses
+
+
+def test_ties_are_broken_by_docid():
+    assert ranked([("b", 1.0), ("a", 1.0), ("c", 2.0)]) == ["c", "a", "b"]
+
+
+def test_ipc_section_macro_and_overall_by_hand():
+    rows = []
+    # zh/ABS: section A has hits 1, 0 (mean 0.5); section B has 1 (mean 1.0) -> macro 0.75, micro 2/3
+    for section, hit in (("A", 1.0), ("A", 0.0), ("B", 1.0)):
+        rows.append({"lang": "zh", "view": "ABS", "ipc_section": section, "hit@100": hit})
+    # every other of the 12 language x view cells: one query in section C with hit 0
+    cells = [
+        (lang, view) for lang in ("zh", "en", "ja") for view in ("ABS", "CLAIM", "DESC", "TAC")
+    ]
+    for lang, view in cells[1:]:
+        rows.append({"lang": lang, "view": view, "ipc_section": "C", "hit@100": 0.0})
+    rows.append({"lang": "en", "view": "TAC", "ipc_section": "C", "hit@100": 1.0})  # en/TAC: 0.5
+    out = {(r["lang"], r["view"], r["ipc_section"]): r for r in aggregate(rows, ["hit@100"])}
+    assert out[("zh", "ABS", "A")]["value"] == 0.5
+    assert out[("zh", "ABS", "MACRO")]["value"] == 0.75
+    assert out[("zh", "ABS", "ALL")]["value"] == pytest.approx(2 / 3)
+    assert out[("zh", "ALL", "MACRO")]["value"] == pytest.approx(0.75 / 4)
+    assert out[("en", "ALL", "MACRO")]["value"] == pytest.approx(0.5 / 4)
+    assert out[("ALL", "ALL", "MACRO")]["value"] == pytest.approx((0.75 + 0.5) / 12)
+    assert out[("ALL", "ALL", "MACRO")]["n_queries"] == 12
+    assert (
+        out[("zh", "ABS", "MACRO")]["metric"] == "hit" and out[("zh", "ABS", "MACRO")]["k"] == 100
+    )

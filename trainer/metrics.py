@@ -1,0 +1,218 @@
+"""Retrieval metrics from a run and qrels, and their IPC-section / language aggregation.
+
+One function (:func:`score_queries`) computes every per-query metric; ties are broken by
+(-score, docid) as in TREC tooling. Aggregation follows the paper: per language x view, the
+mean over IPC sections A-H of the per-section means ("IPC-section macro"); per language,
+the mean of its views; Overall, the mean of all language x view scores.
+
+    python -m trainer.metrics --run run.trec --qrels qrels.txt [--query-meta meta.tsv] [--k 10,20,100]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections import defaultdict
+from collections.abc import Iterable
+
+SECTIONS = tuple("ABCDEFGH")
+DEFAULT_CUTOFFS = (10, 20, 50, 100, 200, 500)
+
+
+def ranked(results: Iterable[tuple[str, float]]) -> list[str]:
+    """Doc ids best first: by score descending, then docid ascending."""
+    return [doc for doc, _ in sorted(results, key=lambda x: (-x[1], x[0]))]
+
+
+def relevant_ranks(docs: list[str], relevant: set[str]) -> list[int]:
+    """1-based ranks at which relevant documents appear."""
+    return [i for i, doc in enumerate(docs, start=1) if doc in relevant]
+
+
+def metrics_from_ranks(
+    ranks: list[int], n_relevant: int, cutoffs: Iterable[int]
+) -> dict[str, float]:
+    """Hit@K, Recall@K, MRR and nDCG@10 (binary relevance) from the relevant ranks."""
+    out: dict[str, float] = {}
+    for k in cutoffs:
+        found = sum(1 for r in ranks if r <= k)
+        out[f"hit@{k}"] = 1.0 if found else 0.0
+        out[f"recall@{k}"] = found / n_relevant if n_relevant else 0.0
+    out["mrr"] = 1.0 / min(ranks) if ranks else 0.0
+    dcg = sum(1.0 / math.log2(r + 1) for r in ranks if r <= 10)
+    ideal = sum(1.0 / math.log2(i + 1) for i in range(1, min(n_relevant, 10) + 1))
+    out["ndcg@10"] = dcg / ideal if ideal else 0.0
+    return out
+
+
+def score_queries(
+    run: dict[str, list[tuple[str, float]]],
+    qrels: dict[str, set[str]],
+    cutoffs: Iterable[int] = DEFAULT_CUTOFFS,
+) -> dict[str, dict[str, float]]:
+    """Per-query metrics for every query in ``qrels`` (a query missing from the run scores 0)."""
+    cutoffs = list(cutoffs)
+    return {
+        qid: metrics_from_ranks(relevant_ranks(ranked(run.get(qid, [])), rel), len(rel), cutoffs)
+        for qid, rel in qrels.items()
+        if rel
+    }
+
+
+def parse_metric(name: str) -> tuple[str, int | None]:
+    base, _, k = name.partition("@")
+    return base, int(k) if k else None
+
+
+def aggregate(rows: list[dict], metric_names: list[str]) -> list[dict]:
+    """Aggregate per-query rows (lang, view, ipc_section, <metric>...) like the paper.
+
+    Returns rows with lang/view/ipc_section set to a value, ``ALL`` or ``MACRO``:
+    per (lang, view): each section A-H, MACRO (mean of section means) and ALL (mean of
+    queries); per lang: MACRO = mean of its views' MACRO; ALL/ALL/MACRO = Overall, the mean
+    of every language x view MACRO.
+    """
+    groups: dict[tuple, list[dict]] = defaultdict(list)
+    for r in rows:
+        groups[(r["lang"], r["view"])].append(r)
+    out = []
+    macro: dict[tuple, dict[str, float]] = {}
+    for (lang, view), members in sorted(groups.items()):
+        by_section: dict[str, list[dict]] = defaultdict(list)
+        for r in members:
+            if r.get("ipc_section") in SECTIONS:
+                by_section[r["ipc_section"]].append(r)
+        for name in metric_names:
+            section_means = {}
+            for section, qs in sorted(by_section.items()):
+                section_means[section] = sum(q[name] for q in qs) / len(qs)
+                out.append(_row(lang, view, section, name, section_means[section], len(qs)))
+            all_mean = sum(q[name] for q in members) / len(members)
+            out.append(_row(lang, view, "ALL", name, all_mean, len(members)))
+            if section_means:
+                value = sum(section_means.values()) / len(section_means)
+                macro.setdefault((lang, view), {})[name] = value
+                out.append(
+                    _row(lang, view, "MACRO", name, value, sum(len(q) for q in by_section.values()))
+                )
+    for name in metric_names:
+        langs: dict[str, list[float]] = defaultdict(list)
+        for (lang, _), values in macro.items():
+            if name in values:
+                langs[lang].append(values[name])
+        for lang, values in sorted(langs.items()):
+            out.append(_row(lang, "ALL", "MACRO", name, sum(values) / len(values), len(values)))
+        cells = [v[name] for v in macro.values() if name in v]
+        if cells:
+            out.append(_row("ALL", "ALL", "MACRO", name, sum(cells) / len(cells), len(cells)))
+    return out
+
+
+def _row(lang, view, section, name, value, n):
+    metric, k = parse_metric(name)
+    return {
+        "lang": lang,
+        "view": view,
+        "ipc_section": section,
+        "metric": metric,
+        "k": k,
+        "value": float(value),
+        "n_queries": int(n),
+    }
+
+
+# --- TREC files --------------------------------------------------------------------------------
+
+
+def read_run(path: str) -> dict[str, list[tuple[str, float]]]:
+    run: dict[str, list[tuple[str, float]]] = defaultdict(list)
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            parts = line.split()
+            if not parts:
+                continue
+            if len(parts) != 6:
+                raise ValueError(
+                    f"{path}:{lineno}: expected 'qid Q0 docid rank score tag', got {line!r}"
+                )
+            run[parts[0]].append((parts[2], float(parts[4])))
+    return dict(run)
+
+
+def read_qrels(path: str) -> dict[str, set[str]]:
+    qrels: dict[str, set[str]] = defaultdict(set)
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            parts = line.split()
+            if not parts:
+                continue
+            if len(parts) != 4:
+                raise ValueError(f"{path}:{lineno}: expected 'qid 0 docid relevance', got {line!r}")
+            if float(parts[3]) > 0:
+                qrels[parts[0]].add(parts[2])
+    return dict(qrels)
+
+
+def write_run(path: str, run: dict[str, list[tuple[str, float]]], tag: str) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        for qid in sorted(run):
+            for rank, (doc, score) in enumerate(
+                sorted(run[qid], key=lambda x: (-x[1], x[0])), start=1
+            ):
+                f.write(f"{qid} Q0 {doc} {rank} {score:.6f} {tag}\n")
+
+
+def write_qrels(path: str, qrels: dict[str, set[str]]) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        for qid in sorted(qrels):
+            for doc in sorted(qrels[qid]):
+                f.write(f"{qid} 0 {doc} 1\n")
+
+
+def read_meta(path: str) -> dict[str, dict]:
+    """qid -> {lang, view, ipc_section} from a TSV with header qid, lang, view, ipc_section."""
+    meta = {}
+    with open(path, encoding="utf-8") as f:
+        header = f.readline().rstrip("\n").split("\t")
+        if header[:4] != ["qid", "lang", "view", "ipc_section"]:
+            raise ValueError(f"{path}: header must be qid, lang, view, ipc_section; got {header}")
+        for line in f:
+            qid, lang, view, section = line.rstrip("\n").split("\t")[:4]
+            meta[qid] = {"lang": lang, "view": view, "ipc_section": section or None}
+    return meta
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--run", required=True, help="TREC run: qid Q0 docid rank score tag")
+    parser.add_argument("--qrels", required=True, help="TREC qrels: qid 0 docid relevance")
+    parser.add_argument(
+        "--query-meta", default=None, help="TSV qid, lang, view, ipc_section (for the macro)"
+    )
+    parser.add_argument("--k", default=",".join(map(str, DEFAULT_CUTOFFS)))
+    args = parser.parse_args(argv)
+    cutoffs = [int(k) for k in args.k.split(",")]
+    per_query = score_queries(read_run(args.run), read_qrels(args.qrels), cutoffs)
+    names = sorted({m for v in per_query.values() for m in v})
+    result: dict = {
+        "n_queries": len(per_query),
+        "mean": {m: sum(v[m] for v in per_query.values()) / len(per_query) for m in names}
+        if per_query
+        else {},
+    }
+    if args.query_meta:
+        meta = read_meta(args.query_meta)
+        missing = sorted(set(per_query) - set(meta))
+        if missing:
+            parser.error(f"{len(missing)} queries have no row in --query-meta, e.g. {missing[:3]}")
+        rows = [{**meta[q], **v} for q, v in per_query.items()]
+        result["aggregated"] = aggregate(rows, names)
+    json.dump(result, sys.stdout, indent=2)
+    print()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

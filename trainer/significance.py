@@ -1,0 +1,159 @@
+"""Paired randomization tests between two evaluation runs (the paper reports none).
+
+    python -m trainer.significance --lake lake --a RUN_A --b RUN_B [--metric hit --k 100] [--dim 64]
+
+For every language x view, every language and Overall, the statistic is the difference of
+the IPC-section macro scores (b - a) on the queries both runs share. The macro is linear in
+the per-query values, so a permutation that swaps a query's two values flips the sign of
+its weighted difference; the two-sided p-value is (#|perm| >= |observed| + 1) / (N + 1).
+Results go to eval/significance.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import defaultdict
+from datetime import UTC, datetime
+
+import numpy as np
+
+from trainer.metrics import SECTIONS, metrics_from_ranks
+
+
+def per_query_values(rows, metric: str, k: int | None) -> dict[tuple, tuple]:
+    """(query_id, view) -> (lang, ipc_section, value) from eval/per_query rows of one run and dim."""
+    name = f"{metric}@{k}" if k else metric
+    cutoffs = [k] if k else []
+    out = {}
+    for r in rows:
+        value = metrics_from_ranks(list(r["x_ranks"]), int(r["n_x"]), cutoffs)[name]
+        out[(r["query_id"], r["view"])] = (r["lang"], r["ipc_section"], value)
+    return out
+
+
+def macro_weights(cells: dict[tuple, list[tuple]]) -> dict[tuple, float]:
+    """Weight of each query in the mean over cells of the mean over sections of section means."""
+    weights = {}
+    n_cells = len(cells)
+    for members in cells.values():
+        by_section = defaultdict(list)
+        for key, section in members:
+            if section in SECTIONS:
+                by_section[section].append(key)
+        for keys in by_section.values():
+            for key in keys:
+                weights[key] = 1.0 / (n_cells * len(by_section) * len(keys))
+    return weights
+
+
+def randomization_test(
+    diffs: np.ndarray, weights: np.ndarray, permutations: int, seed: int
+) -> float:
+    observed = float(weights @ diffs)
+    rng = np.random.default_rng(seed)
+    contributions = weights * diffs
+    extreme = 0
+    for start in range(0, permutations, 1000):
+        n = min(1000, permutations - start)
+        signs = rng.choice(np.array([-1.0, 1.0]), size=(n, len(diffs)))
+        extreme += int(np.sum(np.abs(signs @ contributions) >= abs(observed) - 1e-12))
+    return (extreme + 1) / (permutations + 1)
+
+
+def compare(
+    a: dict, b: dict, metric: str, k: int | None, permutations: int, seed: int
+) -> list[dict]:
+    shared = sorted(set(a) & set(b))
+    groups: dict[tuple, list] = defaultdict(list)
+    for key in shared:
+        lang, section, _ = a[key]
+        groups[(lang, key[1])].append((key, section))
+    scopes = {cell: {cell: members} for cell, members in groups.items()}
+    for lang in sorted({lang for lang, _ in groups}):
+        scopes[(lang, "ALL")] = {c: m for c, m in groups.items() if c[0] == lang}
+    scopes[("ALL", "ALL")] = dict(groups)
+    out = []
+    for (lang, view), cells in sorted(scopes.items()):
+        weights = macro_weights(cells)
+        keys = sorted(weights)
+        if not keys:
+            continue
+        w = np.array([weights[key] for key in keys])
+        va = np.array([a[key][2] for key in keys])
+        vb = np.array([b[key][2] for key in keys])
+        out.append(
+            {
+                "lang": lang,
+                "view": view,
+                "metric": metric,
+                "k": k,
+                "value_a": float(w @ va),
+                "value_b": float(w @ vb),
+                "diff": float(w @ (vb - va)),
+                "p_value": randomization_test(vb - va, w, permutations, seed),
+                "n_queries": len(keys),
+                "permutations": permutations,
+            }
+        )
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--lake", required=True)
+    parser.add_argument("--a", required=True, help="baseline run_id (e.g. the SFT control)")
+    parser.add_argument("--b", required=True, help="compared run_id (e.g. the two-stage model)")
+    parser.add_argument("--metric", default="hit", choices=["hit", "recall", "mrr", "ndcg"])
+    parser.add_argument("--k", type=int, default=100)
+    parser.add_argument(
+        "--dim", type=int, default=64, help="dimension of dense runs (BM25 runs use 0)"
+    )
+    parser.add_argument("--permutations", type=int, default=10_000)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    k = None if args.metric == "mrr" else (10 if args.metric == "ndcg" else args.k)
+
+    from deltalake import DeltaTable
+
+    per_query = DeltaTable(f"{args.lake.rstrip('/')}/eval/per_query").to_pandas()
+    values = {}
+    for run in (args.a, args.b):
+        rows = per_query[per_query.run_id == run]
+        if rows.empty:
+            parser.error(f"eval/per_query has no rows for run {run!r}")
+        dims = set(rows.dim)
+        dim = args.dim if args.dim in dims else (0 if dims == {0} else None)
+        if dim is None:
+            parser.error(f"run {run!r} has dims {sorted(dims)}, not {args.dim}")
+        values[run] = per_query_values(rows[rows.dim == dim].to_dict("records"), args.metric, k)
+    results = compare(values[args.a], values[args.b], args.metric, k, args.permutations, args.seed)
+
+    from schemas import table
+    from spark_jobs.lib.lake import write_table
+    from spark_jobs.lib.session import build_session
+
+    now = datetime.now(UTC)
+    rows = [
+        {"run_a": args.a, "run_b": args.b, "dim": args.dim, "created_at": now, **r} for r in results
+    ]
+    spark = build_session("xembed-significance", "local[1]")
+    metric_k = f"metric = '{args.metric}' AND " + ("k IS NULL" if k is None else f"k = {k}")
+    write_table(
+        spark,
+        spark.createDataFrame(rows, table("eval/significance").spark_schema()),
+        args.lake,
+        "eval/significance",
+        replace_where=f"run_a = '{args.a}' AND run_b = '{args.b}' AND dim = {args.dim} AND {metric_k}",
+    )
+    print(f"{'lang':5} {'view':6} {'a':>8} {'b':>8} {'diff':>8} {'p':>8} {'n':>5}")
+    for r in results:
+        print(
+            f"{r['lang']:5} {r['view']:6} {r['value_a']:8.4f} {r['value_b']:8.4f} {r['diff']:+8.4f} "
+            f"{r['p_value']:8.4f} {r['n_queries']:5d}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
