@@ -55,6 +55,9 @@ def _rows(result, run_id: str, table: str, version: int, validated_at) -> list[d
         config = r.expectation_config
         kwargs = {k: v for k, v in config.kwargs.items() if k != "batch_id"}
         observed = r.result.get("observed_value")
+        error = (r.exception_info or {}).get("exception_message") if r.exception_info else None
+        if observed is None and error:
+            observed = f"error: {error}"
         rows.append(
             {
                 "run_id": run_id,
@@ -62,13 +65,17 @@ def _rows(result, run_id: str, table: str, version: int, validated_at) -> list[d
                 "table_version": version,
                 "suite": table.replace("/", "_"),
                 "expectation_type": config.type,
+                # cross-table SQL checks have no column: their description says what they test
                 "column": kwargs.get("column")
                 or ",".join(kwargs.get("column_list", []) or [])
+                or config.description
                 or None,
                 "kwargs_json": json.dumps(kwargs, sort_keys=True, default=str),
                 "success": bool(r.success),
                 "critical": bool((config.meta or {}).get("critical", False)),
-                "unexpected_count": r.result.get("unexpected_count"),
+                "unexpected_count": r.result.get("unexpected_count")
+                if r.result.get("unexpected_count") is not None
+                else (observed if isinstance(observed, int) else None),
                 "observed": None if observed is None else str(observed)[:1000],
                 "validated_at": validated_at,
             }
@@ -87,6 +94,14 @@ def validate(
     from spark_jobs.lib.lake import latest_version, table_path, write_table
 
     docs = _docs_dir(lake, run_id, docs_dir)
+    from schemas import TABLES
+    from spark_jobs.lib.lake import table_exists
+
+    for name in TABLES:  # cross-table expectations query these views
+        if table_exists(spark, table_path(lake, name)):
+            spark.read.format("delta").load(table_path(lake, name)).createOrReplaceTempView(
+                "dq_" + name.replace("/", "_")
+            )
     context = _context(docs)
     source = context.data_sources.add_spark("lake")
     validated_at = datetime.now(UTC)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, datetime
 
 import great_expectations as gx
 from great_expectations import expectations as E
@@ -42,6 +43,9 @@ def _not_empty():
 
 def _dates(column: str, required: bool):
     out = [_c(E.ExpectColumnValuesToBeBetween(column=column, min_value=EARLIEST, max_value=LATEST))]
+    if column == "publication_date":  # nothing can be published in the future
+        today = datetime.now(UTC).date().isoformat()
+        out.append(_c(E.ExpectColumnValuesToBeBetween(column=column, max_value=today)))
     if required:
         out.append(_c(E.ExpectColumnValuesToNotBeNull(column=column)))
     return out
@@ -145,6 +149,117 @@ def silver_excluded_families():
     return [*_key("family_id")]
 
 
+# Cross-table checks run as SQL over the batch and the lake tables, which the runner
+# registers as temporary views named dq_<path> (silver/patents -> dq_silver_patents).
+_EXCLUDED_IDS = (
+    "SELECT p.publication_number FROM dq_silver_patents p "
+    "JOIN dq_silver_excluded_families e ON p.family_id = e.family_id"
+)
+_EXCLUDED_FAMILIES = "SELECT family_id FROM dq_silver_excluded_families"
+# Spark allows no subquery inside a lambda: compare arrays with a scalar array subquery.
+_EXCLUDED_ID_ARRAY = (
+    "SELECT coalesce(collect_list(p.publication_number), array()) FROM dq_silver_patents p "
+    "JOIN dq_silver_excluded_families e ON p.family_id = e.family_id"
+)
+
+
+def _rows(description: str, where: str):
+    """Critical: no row of the batch may match ``where``."""
+    return _c(
+        E.UnexpectedRowsExpectation(
+            unexpected_rows_query=f"SELECT * FROM {{batch}} WHERE {where}", description=description
+        )
+    )
+
+
+def gold_stage1_pairs():
+    return [
+        _not_empty(),
+        *_key("pair_type", "anchor_id", "anchor_lang", "positive_id", "positive_lang"),
+        _c(
+            E.ExpectColumnValuesToBeInSet(
+                column="pair_type",
+                value_set=["ABS-CLAIM", "CLAIM-DESC", "ABS-ABS", "CLAIM-CLAIM", "ABS-FIC"],
+            )
+        ),
+        _c(E.ExpectColumnValuesToBeInSet(column="anchor_view", value_set=list(VIEWS))),
+        _c(E.ExpectColumnValuesToBeInSet(column="positive_view", value_set=list(VIEWS))),
+        _rows(
+            "a pair joins two different views",
+            "anchor_id = positive_id AND anchor_lang = positive_lang "
+            "AND anchor_view = positive_view",
+        ),
+        _rows(
+            "no evaluation family in Stage I pairs",
+            f"family_id IN ({_EXCLUDED_FAMILIES}) OR anchor_id IN ({_EXCLUDED_IDS}) "
+            f"OR positive_id IN ({_EXCLUDED_IDS})",
+        ),
+    ]
+
+
+def gold_stage1_stats():
+    return [_not_empty(), _c(E.ExpectColumnValuesToBeBetween(column="n_pairs", min_value=1))]
+
+
+def gold_stage2_candidates():
+    return [
+        _not_empty(),
+        *_key("query_id", "query_view", "cand_id"),
+        _c(E.ExpectColumnValuesToNotBeNull(column="dense_score")),
+        _c(E.ExpectColumnValuesToBeBetween(column="bm25_rank", min_value=1)),
+        _c(E.ExpectColumnValuesToBeBetween(column="n_available", min_value=1)),
+        _rows("no evaluation family among candidates", f"cand_id IN ({_EXCLUDED_IDS})"),
+    ]
+
+
+_ORIGINS = "('HH','HM','HL','MH','MM','ML','LH','LM','LL','A')"
+
+
+def _examples(validation: bool):
+    other = "dq_gold_stage2_examples" if validation else "dq_gold_stage2_validation"
+    checks = [
+        *_key("query_id", "query_view", "positive_id"),
+        _rows(
+            "exactly 8 negatives, each with a language and an origin",
+            "size(negative_ids) <> 8 OR size(negative_langs) <> 8 OR size(negative_origin) <> 8",
+        ),
+        _rows(
+            "negative origins are strata or A", f"NOT forall(negative_origin, o -> o IN {_ORIGINS})"
+        ),
+        _rows(
+            "no negative is the positive or the query",
+            "array_contains(negative_ids, positive_id) OR array_contains(negative_ids, query_id)",
+        ),
+        _rows(
+            "no evaluation family in Stage II examples",
+            f"query_family_id IN ({_EXCLUDED_FAMILIES}) OR positive_family_id IN ({_EXCLUDED_FAMILIES}) "
+            f"OR arrays_overlap(negative_ids, ({_EXCLUDED_ID_ARRAY}))",
+        ),
+        _rows(
+            "validation and training share no labelled family",
+            f"query_family_id IN (SELECT query_family_id FROM {other} UNION SELECT positive_family_id FROM {other}) "
+            f"OR positive_family_id IN (SELECT query_family_id FROM {other} UNION SELECT positive_family_id FROM {other})",
+        ),
+    ]
+    return checks if validation else [_not_empty(), *checks]
+
+
+def gold_stage2_dropped():
+    return [
+        _c(
+            E.ExpectColumnValuesToBeInSet(
+                column="reason",
+                value_set=[
+                    "no_candidate_after_filters",
+                    "corner_strata_below_6",
+                    "fewer_than_8_negatives",
+                    "labelled_family_in_validation",
+                ],
+            )
+        )
+    ]
+
+
 SUITES: dict[str, Callable[[], list]] = {
     "bronze/publications": bronze_publications,
     "bronze/citations": bronze_citations,
@@ -155,6 +270,12 @@ SUITES: dict[str, Callable[[], list]] = {
     "silver/claims": silver_claims,
     "silver/eval_queries": silver_eval_queries,
     "silver/excluded_families": silver_excluded_families,
+    "gold/stage1_pairs": gold_stage1_pairs,
+    "gold/stage1_stats": gold_stage1_stats,
+    "gold/stage2_candidates": gold_stage2_candidates,
+    "gold/stage2_examples": lambda: _examples(validation=False),
+    "gold/stage2_validation": lambda: _examples(validation=True),
+    "gold/stage2_dropped": gold_stage2_dropped,
 }
 
 
