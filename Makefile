@@ -10,15 +10,18 @@ export PATH := $(BIN):$(PATH)
 export PYSPARK_PYTHON := $(PY)
 export GX_ANALYTICS_ENABLED := False
 
-SAMPLE_PATENTS ?= 2000
 SEED ?= 7
 DEMO_DIR := demo
 LAKE ?= $(DEMO_DIR)/lake
-RET := $(DEMO_DIR)/retrieval
-MINER ?= builtin:qwen3-tiny
-DEMO_K ?= 100
+SAMPLE_PATENTS ?= 1500
+DEMO_CONF ?= {"lake": "$(abspath $(LAKE))", "work_dir": "$(abspath $(DEMO_DIR))/work", \
+  "sample_patents": $(SAMPLE_PATENTS), "seed": $(SEED), "mine_k": 100, "validation_size": 200, \
+  "train_steps": 60, "eval_max_length": 256, "run_tag": "demo"}
+AIRFLOW := AIRFLOW_HOME=$(abspath $(DEMO_DIR))/airflow AIRFLOW__CORE__DAGS_FOLDER=$(abspath dags) \
+  AIRFLOW__CORE__LOAD_EXAMPLES=False AIRFLOW__WEBSERVER__WEB_SERVER_HOST=127.0.0.1 \
+  AIRFLOW__API__HOST=127.0.0.1 airflow
 
-.PHONY: help setup test lint format demo bench dist clean constraints
+.PHONY: help setup test lint format demo airflow-ui sql bench dist clean constraints
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
@@ -48,35 +51,21 @@ format: setup
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-demo: setup  ## sample -> ingest -> curate -> split -> DQ -> Stage I pairs -> shards -> Stage I training
-	spark-submit spark_jobs/generate_sample.py --out $(DEMO_DIR)/sample --patents $(SAMPLE_PATENTS) --seed $(SEED)
-	spark-submit spark_jobs/ingest.py --lake $(LAKE) --input $(DEMO_DIR)/sample --format google_patents
-	spark-submit spark_jobs/curate.py --lake $(LAKE)
-	spark-submit spark_jobs/split.py --lake $(LAKE) --eval-cutoff 2025-01-01
-	$(PY) -m expectations.run --lake $(LAKE) --tables all --run-id demo
-	spark-submit spark_jobs/build_pairs.py --lake $(LAKE) --seed $(SEED)
-	spark-submit spark_jobs/export_training.py --lake $(LAKE) --dataset stage1 --format parquet --out $(DEMO_DIR)/shards/stage1
-	$(PY) -m trainer.train configs/cpu-small.yaml --stage stage1 --train_data $(DEMO_DIR)/shards/stage1 \
-	    --output_dir $(DEMO_DIR)/models/stage1 --lake $(LAKE) --model_id demo-stage1 --disable_tqdm true
-	spark-submit spark_jobs/prepare_retrieval.py --lake $(LAKE) --out $(RET)
-	$(PY) -m trainer.encode --model $(MINER) --input $(RET)/candidates --id-column id --lang-column lang \
-	    --lake $(LAKE) --encoder-name miner --kind tac
-	$(PY) -m trainer.encode --model $(MINER) --input $(RET)/queries --id-column key --lang-column lang \
-	    --lake $(LAKE) --encoder-name miner --kind query
-	$(PY) -m trainer.index bm25 --collections $(RET)/bm25 --out $(RET)/bm25_index
-	$(PY) -m trainer.index faiss --lake $(LAKE) --encoder miner --out $(RET)/faiss
-	spark-submit spark_jobs/mine_candidates.py --lake $(LAKE) --retrieval $(RET) --encoder miner --k $(DEMO_K)
-	spark-submit spark_jobs/build_triplets.py --lake $(LAKE) --seed $(SEED) --validation-size 200
-	spark-submit spark_jobs/export_training.py --lake $(LAKE) --dataset stage2 --format parquet --out $(DEMO_DIR)/shards/stage2
-	spark-submit spark_jobs/export_training.py --lake $(LAKE) --dataset stage2_validation --format parquet --out $(DEMO_DIR)/shards/stage2_val
-	$(PY) -m trainer.train configs/cpu-small.yaml --stage stage2 --init_model $(DEMO_DIR)/models/stage1 \
-	    --train_data $(DEMO_DIR)/shards/stage2 --validation_data $(DEMO_DIR)/shards/stage2_val \
-	    --per_device_train_batch_size 4 --per_device_eval_batch_size 4 \
-	    --output_dir $(DEMO_DIR)/models/xembed --lake $(LAKE) --model_id demo-xembed --disable_tqdm true
-	$(PY) -m trainer.train configs/cpu-small.yaml --stage sft \
-	    --train_data $(DEMO_DIR)/shards/stage2 --validation_data $(DEMO_DIR)/shards/stage2_val \
-	    --per_device_train_batch_size 4 --per_device_eval_batch_size 4 \
-	    --output_dir $(DEMO_DIR)/models/sft --lake $(LAKE) --model_id demo-sft --disable_tqdm true
+demo: setup  ## the xembed_full Airflow DAG on a generated sample (cpu-small), results under ./demo/
+	@mkdir -p $(DEMO_DIR)
+	$(AIRFLOW) db migrate >/dev/null
+	$(AIRFLOW) dags test xembed_full --conf '$(DEMO_CONF)'
+	@$(PY) -m trainer.report --lake $(LAKE) --summary --compare sft-demo,xembed-demo \
+	    --runs bm25-demo,base-demo,stage1-demo,sft-demo,xembed-demo --out $(LAKE)/reports/eval-demo
+	@echo "data docs: $(LAKE)/reports/dq-demo/index.html"
+	@echo "query:     $(PY) -m spark_jobs.sql --lake $(LAKE) -e 'SELECT * FROM eval_metrics LIMIT 10'"
+
+airflow-ui: setup  ## Airflow UI on http://127.0.0.1:8080 (demo AIRFLOW_HOME; stop with Ctrl-C)
+	$(AIRFLOW) db migrate >/dev/null
+	$(AIRFLOW) standalone
+
+sql: setup  ## spark-sql over the demo lake's tables (eval_metrics, silver_patents, ...)
+	$(PY) -m spark_jobs.sql --lake $(LAKE)
 
 bench: setup  ## benchmarks (JSON under benchmarks/results/): ingest+curate, build_pairs, trainer
 	$(PY) benchmarks/ingest_curate.py --patents $${BENCH_PATENTS:-100000}

@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import machine, timed, write_result
 
 
-def dense_comparison(retrieval: Path, model: str, n_queries: int, k: int) -> dict:
+def dense_comparison(retrieval: Path, model: str, n_queries: int, k: int, max_length: int) -> dict:
     import pyarrow.dataset as ds
     from datasets import Dataset
     from sentence_transformers import SentenceTransformer
@@ -47,7 +47,8 @@ def dense_comparison(retrieval: Path, model: str, n_queries: int, k: int) -> dic
 
     saved = retrieval / "st_model"  # the same weights in the layout SentenceTransformer loads
     Encoder.from_pretrained(
-        resolve(model), EncoderConfig(pooling="last", max_length=256, query_instruction=False)
+        resolve(model),
+        EncoderConfig(pooling="last", max_length=max_length, query_instruction=False),
     ).save(str(saved))
     encoder = Encoder.from_pretrained(str(saved))
     start = time.perf_counter()
@@ -57,7 +58,7 @@ def dense_comparison(retrieval: Path, model: str, n_queries: int, k: int) -> dic
     ours = time.perf_counter() - start
 
     st = SentenceTransformer(str(saved), device="cpu")
-    st.max_seq_length = 256
+    st.max_seq_length = max_length
     pairs = Dataset.from_dict({"anchor": qtexts, "positive": corpus[: len(qtexts)]})
     start = time.perf_counter()
     mine_hard_negatives(
@@ -93,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--model", default="builtin:qwen3-tiny")
     parser.add_argument("--compare-queries", type=int, default=2000)
+    parser.add_argument("--max-length", type=int, default=256, help="encoder max tokens")
     parser.add_argument("--work", default=str(Path(__file__).resolve().parent / "work" / "stage2"))
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--out", default=None)
@@ -118,48 +120,26 @@ def main(argv: list[str] | None = None) -> int:
     steps: dict[str, float] = {}
     with timed("prepare_retrieval", steps):
         manifest = prepare_retrieval.run(spark, lake, str(retrieval))
-    with timed("encode_candidates", steps):
-        encode.main(
-            [
-                "--model",
-                args.model,
-                "--input",
-                str(retrieval / "candidates"),
-                "--id-column",
-                "id",
-                "--lang-column",
-                "lang",
-                "--lake",
-                lake,
-                "--encoder-name",
-                "bench",
-                "--kind",
-                "tac",
-                "--batch-size",
-                "64",
-            ]
-        )
-    with timed("encode_queries", steps):
-        encode.main(
-            [
-                "--model",
-                args.model,
-                "--input",
-                str(retrieval / "queries"),
-                "--id-column",
-                "key",
-                "--lang-column",
-                "lang",
-                "--lake",
-                lake,
-                "--encoder-name",
-                "bench",
-                "--kind",
-                "query",
-                "--batch-size",
-                "64",
-            ]
-        )
+    for kind in ("tac", "query"):
+        with timed(f"encode_{kind}", steps):
+            encode.main(
+                [
+                    "--model",
+                    args.model,
+                    "--retrieval",
+                    str(retrieval),
+                    "--kind",
+                    kind,
+                    "--lake",
+                    lake,
+                    "--encoder-name",
+                    "bench",
+                    "--batch-size",
+                    "64",
+                    "--max-length",
+                    str(args.max_length),
+                ]
+            )
     with timed("bm25_index", steps):
         index.main(
             [
@@ -180,7 +160,9 @@ def main(argv: list[str] | None = None) -> int:
         built = build_triplets.run(spark, lake, seed=13, validation_size=2000)
     total = sum(steps.values())
     views = manifest["query_views"]
-    comparison = dense_comparison(retrieval, args.model, args.compare_queries, args.k)
+    comparison = dense_comparison(
+        retrieval, args.model, args.compare_queries, args.k, args.max_length
+    )
     write_result(
         "stage2",
         {

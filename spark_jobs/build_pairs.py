@@ -13,7 +13,7 @@ from pyspark.sql import SparkSession
 from spark_jobs.lib import pairs as P
 from spark_jobs.lib.lake import JobRun
 from spark_jobs.lib.leakage import write_audited
-from spark_jobs.lib.session import build_session, job_arguments
+from spark_jobs.lib.session import build_session, job_arguments, positive_int
 
 
 def run(
@@ -92,22 +92,18 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--max-pairs",
-        type=int,
+        type=positive_int,
         default=None,
         help="sample this many pairs, proportionally across pair types",
     )
     parser.add_argument(
         "--family-cap",
-        type=int,
+        type=positive_int,
         default=None,
         help="at most this many pairs per family and pair type",
     )
     parser.add_argument("--seed", type=int, default=13)
     args = parser.parse_args(argv)
-    for flag in ("max_pairs", "family_cap"):
-        value = getattr(args, flag)
-        if value is not None and value < 1:
-            parser.error(f"--{flag.replace('_', '-')} must be >= 1, got {value}")
     spark = build_session("xembed-build-pairs", args.master)
     run(
         spark,

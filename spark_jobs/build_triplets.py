@@ -18,7 +18,7 @@ from spark_jobs.lib import retrieval as R
 from spark_jobs.lib import triplets as T
 from spark_jobs.lib.lake import JobRun
 from spark_jobs.lib.leakage import write_audited
-from spark_jobs.lib.session import build_session, job_arguments
+from spark_jobs.lib.session import build_session, job_arguments, positive_int
 
 _AUDIT = {
     "id_columns": ("query_id", "positive_id"),
@@ -139,7 +139,7 @@ def _summary(job: JobRun) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = job_arguments(__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=13)
-    parser.add_argument("--validation-size", type=int, default=2000)
+    parser.add_argument("--validation-size", type=positive_int, default=2000)
     args = parser.parse_args(argv)
     spark = build_session("xembed-build-triplets", args.master)
     run(spark, args.lake, args.seed, args.validation_size, args.run_id, vars(args))

@@ -12,7 +12,7 @@ from pyspark.sql import SparkSession
 
 from spark_jobs.lib import export as X
 from spark_jobs.lib.lake import JobRun
-from spark_jobs.lib.session import build_session, job_arguments
+from spark_jobs.lib.session import build_session, job_arguments, positive_int
 
 _STAGE2_KEYS = ("query_id", "query_view", "positive_id")
 DATASETS = {
@@ -89,16 +89,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dataset", choices=sorted(DATASETS), required=True)
     parser.add_argument("--format", choices=X.FORMATS, default="parquet")
     parser.add_argument("--out", required=True, help="output folder (any Spark URI)")
-    parser.add_argument("--rows-per-shard", type=int, default=100_000)
+    parser.add_argument("--rows-per-shard", type=positive_int, default=100_000)
     parser.add_argument(
-        "--max-chars", type=int, default=None, help="cap every text at N characters"
+        "--max-chars", type=positive_int, default=None, help="cap every text at N characters"
     )
     parser.add_argument("--seed", type=int, default=13)
     args = parser.parse_args(argv)
-    if args.rows_per_shard < 1:
-        parser.error(f"--rows-per-shard must be >= 1, got {args.rows_per_shard}")
-    if args.max_chars is not None and args.max_chars < 1:
-        parser.error(f"--max-chars must be >= 1, got {args.max_chars}")
     spark = build_session("xembed-export-training", args.master)
     run(
         spark,

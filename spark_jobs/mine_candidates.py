@@ -22,7 +22,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from spark_jobs.lib.lake import JobRun
-from spark_jobs.lib.session import build_session, job_arguments
+from spark_jobs.lib.session import build_session, job_arguments, positive_int
 
 OUTPUT_SCHEMA = (
     "query_id string, query_view string, query_lang string, cand_id string, "
@@ -142,14 +142,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--encoder", required=True, help="encoder name of the embeddings in index/embeddings"
     )
-    parser.add_argument("--k", type=int, default=2000, help="unique candidates per query view")
+    parser.add_argument(
+        "--k", type=positive_int, default=2000, help="unique candidates per query view"
+    )
     parser.add_argument(
         "--bm25-chars", type=int, default=2000, help="characters of the query text BM25 uses"
     )
     parser.add_argument("--partitions", type=int, default=None)
     args = parser.parse_args(argv)
-    if args.k < 1:
-        parser.error(f"--k must be >= 1, got {args.k}")
     spark = build_session("xembed-mine-candidates", args.master)
     run(
         spark,

@@ -2,8 +2,8 @@
 
     python -m trainer.encode --model models/s1 --input texts.parquet --out emb.parquet \\
         [--id-column id] [--text-column text] [--lang-column lang --query] [--dims 64]
-    python -m trainer.encode --model M --input retrieval/candidates --id-column id \\
-        --lang-column lang --lake lake --encoder-name miner --kind tac
+    python -m trainer.encode --model M --retrieval retrieval --kind tac|query \\
+        --lake lake --encoder-name miner
 
 With --lake the embeddings go to the Delta table index/embeddings (written by Spark,
 replacing the rows of that encoder name and kind) instead of --out.
@@ -26,6 +26,9 @@ import torch.nn.functional as F
 
 from trainer.encoder import Encoder
 from trainer.models import resolve
+
+# prepare_retrieval's outputs: kind -> (folder, id column)
+MINING_INPUTS = {"tac": ("candidates", "id"), "query": ("queries", "key")}
 
 
 def read_table(path: str, columns: list[str]) -> pa.Table:
@@ -58,7 +61,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--model", required=True, help="model folder or builtin:minilm / builtin:qwen3-tiny"
     )
-    parser.add_argument("--input", required=True)
+    parser.add_argument("--input", default=None, help="Parquet file/folder or JSON lines")
+    parser.add_argument(
+        "--retrieval",
+        default=None,
+        help="prepare_retrieval output: --kind tac encodes its candidates, --kind query its queries",
+    )
     parser.add_argument("--out", default=None, help="output Parquet file")
     parser.add_argument("--lake", default=None, help="write to <lake>/index/embeddings instead")
     parser.add_argument("--encoder-name", default=None, help="encoder name in index/embeddings")
@@ -74,7 +82,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--query", action="store_true", help="encode as queries (with instruction)")
     parser.add_argument("--dims", type=int, default=None, help="keep the first N dims (Matryoshka)")
     parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument(
+        "--max-length", type=int, default=None, help="override the model's max tokens"
+    )
     args = parser.parse_args(argv)
+    if args.retrieval:
+        if not args.kind:
+            parser.error("--retrieval needs --kind tac or --kind query")
+        folder, args.id_column = MINING_INPUTS[args.kind]
+        args.input, args.lang_column = f"{args.retrieval}/{folder}", "lang"
+    if not args.input:
+        parser.error("give --input (or --retrieval with --kind)")
     if bool(args.out) == bool(args.lake):
         parser.error("give exactly one of --out (Parquet) or --lake (Delta index/embeddings)")
     if args.lake and not (args.encoder_name and args.kind and args.lang_column):
@@ -84,6 +102,8 @@ def main(argv: list[str] | None = None) -> int:
         print("note: --query without --lang-column uses the English instruction", file=sys.stderr)
 
     encoder = Encoder.from_pretrained(resolve(args.model))
+    if args.max_length:
+        encoder.encoder_config.max_length = args.max_length
     columns = [args.id_column, args.text_column] + ([args.lang_column] if args.lang_column else [])
     table = read_table(args.input, columns)
     emb = encode_table(

@@ -184,30 +184,14 @@ def write_tables(
     from spark_jobs.lib.lake import write_table
 
     run_id, name = run_row["run_id"], run_row["name"]
-    where = f"run_id = '{run_id}'"
-    write_table(
-        spark,
-        spark.createDataFrame([run_row], table("eval/runs").spark_schema()),
-        lake,
-        "eval/runs",
-        replace_where=where,
-    )
-    rows = [{"run_id": run_id, **r} for r in per_query]
-    write_table(
-        spark,
-        spark.createDataFrame(rows, table("eval/per_query").spark_schema()),
-        lake,
-        "eval/per_query",
-        replace_where=where,
-    )
-    rows = [{"run_id": run_id, "name": name, **r} for r in aggregated]
-    write_table(
-        spark,
-        spark.createDataFrame(rows, table("eval/metrics").spark_schema()),
-        lake,
-        "eval/metrics",
-        replace_where=where,
-    )
+    tables = {
+        "eval/runs": [run_row],
+        "eval/per_query": [{"run_id": run_id, **r} for r in per_query],
+        "eval/metrics": [{"run_id": run_id, "name": name, **r} for r in aggregated],
+    }
+    for target, rows in tables.items():  # a rerun of the same run id replaces its rows
+        frame = spark.createDataFrame(rows, table(target).spark_schema())
+        write_table(spark, frame, lake, target, replace_where=f"run_id = '{run_id}'")
 
 
 def main(argv: list[str] | None = None) -> int:

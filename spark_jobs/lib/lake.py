@@ -177,3 +177,17 @@ class JobRun:
             self.info(f"could not record the failed run: {log_exc}")
         self.report()
         self.info(f"{status}")
+        # The last stdout line is the task's XCom under Airflow: ids and versions, never data.
+        print(
+            json.dumps(
+                {
+                    "job": self.job,
+                    "run_id": self.run_id,
+                    "status": status,
+                    "inputs": self.inputs,
+                    "outputs": self.outputs,
+                },
+                sort_keys=True,
+            ),
+            flush=True,
+        )

@@ -77,17 +77,8 @@ def family_pairs(keys: DataFrame, pair_type: str, view: str) -> DataFrame:
 
 
 def _pair_body() -> list[Column]:
-    return [
-        F.col(c)
-        for c in (
-            "anchor_id",
-            "anchor_lang",
-            "anchor_view",
-            "positive_id",
-            "positive_lang",
-            "positive_view",
-        )
-    ] + [F.col("anchor_family").alias("family_id"), "anchor_hash", "positive_hash"]
+    sides = [F.col(c) for c in PAIR_COLUMNS[1:7]]  # anchor_* and positive_* keys
+    return [*sides, F.col("anchor_family").alias("family_id"), "anchor_hash", "positive_hash"]
 
 
 def candidate_pairs(keys: DataFrame, recipe: str) -> DataFrame:

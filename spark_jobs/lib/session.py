@@ -74,6 +74,14 @@ def _check_delta(spark: SparkSession) -> None:
         ) from exc
 
 
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1 (the error names the value)."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
 def job_arguments(description: str) -> argparse.ArgumentParser:
     """An argument parser with the flags every job shares (kebab-case)."""
     parser = argparse.ArgumentParser(description=description)

@@ -1,0 +1,270 @@
+"""
+# xembed_full
+
+The whole X-Embedding pipeline: data → Stage I pairs and Stage II triplets → training
+(Stage I, Stage II from Stage I, the SFT control) → evaluation (base, BM25, Stage I, SFT,
+X-Embedding) → report. Data-quality gates (Great Expectations) after every data stage stop
+everything downstream on a critical failure; they are never retried. Other tasks retry
+once (infrastructure hiccups). XCom carries run ids, paths and Delta versions only.
+
+Spark stages run through `spark-submit` (`params.spark_master`: `local[2]` on a laptop,
+`yarn` / `k8s://...` on a cluster); trainer stages through Bash tasks on the worker. For
+GPU nodes replace the `train_*`/`eval_*` tasks with KubernetesPodOperator tasks running
+the same commands under `torchrun --nproc-per-node N` in an image holding this repository,
+with `container_resources={"limits": {"nvidia.com/gpu": N}}` (see README).
+
+Trigger with `airflow dags test xembed_full --conf '{"sample_patents": 2000}'` or from the UI.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+from airflow.sdk import Param, dag, task
+
+REPO = str(Path(__file__).resolve().parents[1])  # a path computation, no I/O at parse time
+P = "{{ params.%s }}"
+LAKE, WORK, MASTER, SEED = P % "lake", P % "work_dir", P % "spark_master", P % "seed"
+TAG = "{{ params.run_tag or ts_nodash }}"
+SUBMIT = f"spark-submit --master {MASTER} spark_jobs"
+PROFILE = "configs/{{ params.profile }}.yaml"
+BASE = "{{ params.base_model or 'builtin:qwen3-tiny' }}"
+STEPS = "--max_steps {{ params.train_steps if params.train_steps > 0 else -1 }}"
+RETRIEVAL = f"{WORK}/retrieval"
+SHARDS = f"{WORK}/shards"
+MODELS = f"{WORK}/models"
+NO_RETRY = {"retries": 0}  # a data-quality failure is a finding, not a hiccup
+
+
+def dq(tables: str) -> str:
+    return f"python -m expectations.run --lake {LAKE} --tables {tables} --run-id dq-{TAG}"
+
+
+def train(stage: str, data: str, out: str, extra: str = "") -> str:
+    return (
+        f"python -m trainer.train {PROFILE} --model_name_or_path {BASE} --stage {stage} "
+        f"--train_data {SHARDS}/{data} --output_dir {MODELS}/{out} --lake {LAKE} "
+        f"--model_id {out}-{TAG} {STEPS} --disable_tqdm true {extra}"
+    )
+
+
+def encode(kind: str) -> str:
+    return (
+        f"python -m trainer.encode --model {BASE} --retrieval {RETRIEVAL} --kind {kind} --lake {LAKE} "
+        f"--encoder-name miner-{TAG} --max-length {{{{ params.eval_max_length }}}}"
+    )
+
+
+def evaluate(model: str, name: str) -> str:
+    return (
+        f"python -m trainer.evaluate --lake {LAKE} --model {model} --name {name} "
+        f"--run-id {name}-{TAG} --cutoffs {{{{ params.cutoffs }}}} --max-length {{{{ params.eval_max_length }}}}"
+    )
+
+
+@dag(
+    dag_id="xembed_full",
+    schedule=None,
+    catchup=False,
+    doc_md=__doc__,
+    default_args={"retries": 1, "retry_delay": timedelta(seconds=30), "cwd": REPO},
+    params={
+        "lake": Param(f"{REPO}/demo/lake", type="string", description="lake root (any Spark URI)"),
+        "work_dir": Param(
+            f"{REPO}/demo/work", type="string", description="shards, indexes, models"
+        ),
+        "input": Param("", type="string", description="export to ingest; empty: generate a sample"),
+        "input_format": Param("google_patents", enum=["google_patents", "canonical"]),
+        "sample_patents": Param(2000, type="integer", minimum=50),
+        "profile": Param("cpu-small", enum=["cpu-small", "paper"]),
+        "base_model": Param(
+            "",
+            type="string",
+            description="base / mining encoder path; empty: the profile's (cpu-small: builtin:qwen3-tiny)",
+        ),
+        "spark_master": Param("local[2]", type="string"),
+        "seed": Param(7, type="integer"),
+        "eval_cutoff": Param("2025-01-01", type="string", format="date"),
+        "mine_k": Param(
+            2000, type="integer", minimum=10, description="candidates per query view (paper: 2000)"
+        ),
+        "validation_size": Param(2000, type="integer", minimum=1),
+        "train_steps": Param(
+            0, type="integer", minimum=0, description="optimizer steps per training; 0: one epoch"
+        ),
+        "cutoffs": Param("10,20,50,100,200,500", type="string"),
+        "eval_max_length": Param(4096, type="integer", minimum=16),
+        "run_tag": Param(
+            "", type="string", description="suffix of run ids; empty: the logical date"
+        ),
+    },
+)
+def xembed_full():
+    @task.bash
+    def prepare_input() -> str:
+        return (
+            "{% if params.input %}echo {{ params.input }}{% else %}"
+            f"spark-submit --master {MASTER} spark_jobs/generate_sample.py --out {WORK}/sample "
+            f"--patents {{{{ params.sample_patents }}}} --seed {SEED} >&2 && echo {WORK}/sample{{% endif %}}"
+        )
+
+    @task.bash
+    def ingest(source: str) -> str:
+        return f"{SUBMIT}/ingest.py --lake {LAKE} --input {source} --format {{{{ params.input_format }}}}"
+
+    @task.bash
+    def curate() -> str:
+        return f"{SUBMIT}/curate.py --lake {LAKE}"
+
+    @task.bash
+    def split() -> str:
+        return f"{SUBMIT}/split.py --lake {LAKE} --eval-cutoff {{{{ params.eval_cutoff }}}}"
+
+    @task.bash(**NO_RETRY)
+    def dq_silver() -> str:
+        return dq(
+            "bronze/publications,bronze/citations,quarantine,silver/patents,silver/families,"
+            "silver/views,silver/claims,silver/eval_queries,silver/excluded_families"
+        )
+
+    @task.bash
+    def build_pairs() -> str:
+        return f"{SUBMIT}/build_pairs.py --lake {LAKE} --seed {SEED}"
+
+    @task.bash(**NO_RETRY)
+    def dq_pairs() -> str:
+        return dq("gold/stage1_pairs,gold/stage1_stats")
+
+    @task.bash
+    def export_stage1() -> str:
+        return f"{SUBMIT}/export_training.py --lake {LAKE} --dataset stage1 --format parquet --out {SHARDS}/stage1"
+
+    @task.bash
+    def train_stage1() -> str:
+        return train("stage1", "stage1", "stage1")
+
+    @task.bash
+    def prepare_retrieval() -> str:
+        return f"{SUBMIT}/prepare_retrieval.py --lake {LAKE} --out {RETRIEVAL}"
+
+    @task.bash
+    def bm25_index() -> str:
+        return f"python -m trainer.index bm25 --collections {RETRIEVAL}/bm25 --out {RETRIEVAL}/bm25_index"
+
+    @task.bash
+    def encode_candidates() -> str:
+        return encode("tac")
+
+    @task.bash
+    def encode_queries() -> str:
+        return encode("query")
+
+    @task.bash
+    def faiss_index() -> str:
+        return f"python -m trainer.index faiss --lake {LAKE} --encoder miner-{TAG} --out {RETRIEVAL}/faiss"
+
+    @task.bash
+    def mine_candidates() -> str:
+        return (
+            f"{SUBMIT}/mine_candidates.py --lake {LAKE} --retrieval {RETRIEVAL} --encoder miner-{TAG} "
+            f"--k {{{{ params.mine_k }}}}"
+        )
+
+    @task.bash
+    def build_triplets() -> str:
+        return (
+            f"{SUBMIT}/build_triplets.py --lake {LAKE} --seed {SEED} "
+            f"--validation-size {{{{ params.validation_size }}}}"
+        )
+
+    @task.bash(**NO_RETRY)
+    def dq_triplets() -> str:
+        return dq(
+            "gold/stage2_candidates,gold/stage2_examples,gold/stage2_validation,gold/stage2_dropped"
+        )
+
+    @task.bash
+    def export_stage2() -> str:
+        return (
+            f"{SUBMIT}/export_training.py --lake {LAKE} --dataset stage2 --format parquet --out {SHARDS}/stage2"
+            f" && {SUBMIT}/export_training.py --lake {LAKE} --dataset stage2_validation --format parquet"
+            f" --out {SHARDS}/stage2_validation"
+        )
+
+    stage2_data = f"--validation_data {SHARDS}/stage2_validation"
+
+    @task.bash
+    def train_stage2() -> str:
+        return train("stage2", "stage2", "xembed", f"--init_model {MODELS}/stage1 {stage2_data}")
+
+    @task.bash
+    def train_sft() -> str:
+        return train("sft", "stage2", "sft", stage2_data)
+
+    @task.bash
+    def eval_bm25() -> str:
+        return evaluate("bm25", "bm25")
+
+    @task.bash
+    def eval_base() -> str:
+        return evaluate(BASE, "base")
+
+    @task.bash
+    def eval_stage1() -> str:
+        return evaluate(f"{MODELS}/stage1", "stage1")
+
+    @task.bash
+    def eval_sft() -> str:
+        return evaluate(f"{MODELS}/sft", "sft")
+
+    @task.bash
+    def eval_xembed() -> str:
+        return evaluate(f"{MODELS}/xembed", "xembed")
+
+    @task.bash
+    def report() -> str:
+        runs = ",".join(f"{n}-{TAG}" for n in ("bm25", "base", "stage1", "sft", "xembed"))
+        return (
+            f"python -m trainer.significance --lake {LAKE} --a sft-{TAG} --b xembed-{TAG} --permutations 2000 >&2"
+            f" && python -m trainer.report --lake {LAKE} --runs {runs} --compare sft-{TAG},xembed-{TAG}"
+            f" --out {LAKE}/reports/eval-{TAG}"
+        )
+
+    silver = dq_silver()
+    ingest(prepare_input()) >> curate() >> split() >> silver
+
+    pairs_ok, stage1 = dq_pairs(), train_stage1()
+    silver >> build_pairs() >> pairs_ok >> export_stage1() >> stage1
+
+    bm25, tacs, queries, faiss, mined = (
+        bm25_index(),
+        encode_candidates(),
+        encode_queries(),
+        faiss_index(),
+        mine_candidates(),
+    )
+    silver >> prepare_retrieval() >> [bm25, tacs, queries]
+    tacs >> faiss
+    [bm25, faiss, queries] >> mined
+    triplets_ok, shards = dq_triplets(), export_stage2()
+    mined >> build_triplets() >> triplets_ok >> shards
+
+    xembed, sft = train_stage2(), train_sft()
+    [stage1, shards] >> xembed
+    shards >> sft
+    evals = {
+        "bm25": eval_bm25(),
+        "base": eval_base(),
+        "stage1": eval_stage1(),
+        "sft": eval_sft(),
+        "xembed": eval_xembed(),
+    }
+    silver >> [evals["bm25"], evals["base"]]
+    stage1 >> evals["stage1"]
+    sft >> evals["sft"]
+    xembed >> evals["xembed"]
+    list(evals.values()) >> report()
+
+
+xembed_full()

@@ -1,0 +1,178 @@
+"""The xembed_full DAG: imports, wiring, a full `airflow dags test` run, and a failing DQ gate."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from deltalake import DeltaTable
+
+ROOT = Path(__file__).resolve().parents[1]
+DAGS = ROOT / "dags"
+
+
+def airflow_env(home: Path) -> dict:
+    return {
+        **os.environ,
+        "AIRFLOW_HOME": str(home),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+        "GX_ANALYTICS_ENABLED": "False",
+    }
+
+
+def airflow(home: Path, *args: str, timeout: int = 1800) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(Path(sys.executable).parent / "airflow"), *args],
+        env=airflow_env(home),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=str(ROOT),
+    )
+
+
+@pytest.fixture(scope="module")
+def dag():
+    from airflow.dag_processing.dagbag import DagBag
+
+    bag = DagBag(dag_folder=str(DAGS))
+    assert bag.import_errors == {}
+    return bag.get_dag("xembed_full")
+
+
+def upstream(dag, task_id: str) -> set[str]:
+    return set(dag.get_task(task_id).upstream_task_ids)
+
+
+def test_dag_wires_the_stages_in_order(dag):
+    assert upstream(dag, "ingest") == {"prepare_input"}
+    assert upstream(dag, "curate") == {"ingest"} and upstream(dag, "split") == {"curate"}
+    assert upstream(dag, "dq_silver") == {"split"}
+    assert upstream(dag, "build_pairs") == {"dq_silver"} and upstream(dag, "dq_pairs") == {
+        "build_pairs"
+    }
+    assert upstream(dag, "export_stage1") == {"dq_pairs"} and upstream(dag, "train_stage1") == {
+        "export_stage1"
+    }
+    assert upstream(dag, "prepare_retrieval") == {"dq_silver"}
+    assert upstream(dag, "faiss_index") == {"encode_candidates"}
+    assert upstream(dag, "mine_candidates") == {"bm25_index", "faiss_index", "encode_queries"}
+    assert upstream(dag, "dq_triplets") == {"build_triplets"} and upstream(
+        dag, "export_stage2"
+    ) == {"dq_triplets"}
+    assert upstream(dag, "train_stage2") == {"train_stage1", "export_stage2"}
+    assert upstream(dag, "train_sft") == {"export_stage2"}
+    assert upstream(dag, "eval_xembed") == {"train_stage2"} and upstream(dag, "eval_sft") == {
+        "train_sft"
+    }
+    assert upstream(dag, "report") == {
+        "eval_bm25",
+        "eval_base",
+        "eval_stage1",
+        "eval_sft",
+        "eval_xembed",
+    }
+    for task in dag.tasks:
+        assert task.retries == (0 if task.task_id.startswith("dq_") else 1), task.task_id
+    assert {
+        "lake",
+        "input",
+        "input_format",
+        "sample_patents",
+        "profile",
+        "spark_master",
+        "seed",
+    } <= set(dag.params)
+
+
+def _run_id(output: str) -> str:
+    match = re.search(r"DagRun Finished: .*?run_id=([^,\s]+)", output)
+    assert match, output[-3000:]
+    return match.group(1)
+
+
+@pytest.mark.integration
+def test_airflow_dags_test_runs_the_whole_pipeline(tmp_path):
+    home = tmp_path / "airflow"
+    assert airflow(home, "db", "migrate").returncode == 0
+    conf = {
+        "lake": str(tmp_path / "lake"),
+        "work_dir": str(tmp_path / "work"),
+        "sample_patents": 300,
+        "seed": 3,
+        "mine_k": 60,
+        "validation_size": 40,
+        "train_steps": 4,
+        "eval_max_length": 96,
+        "cutoffs": "10,100",
+        "run_tag": "ci",
+    }
+    done = airflow(home, "dags", "test", "xembed_full", "--conf", json.dumps(conf))
+    assert done.returncode == 0 and "state=success" in done.stdout + done.stderr, (
+        done.stdout + done.stderr
+    )[-5000:]
+    metrics = DeltaTable(str(tmp_path / "lake" / "eval" / "metrics")).to_pandas()
+    assert set(metrics.run_id) == {f"{n}-ci" for n in ("bm25", "base", "stage1", "sft", "xembed")}
+    registry = DeltaTable(str(tmp_path / "lake" / "models" / "registry")).to_pandas()
+    assert set(registry.model_id) == {"stage1-ci", "xembed-ci", "sft-ci"}
+    assert registry.set_index("model_id").parent_model["xembed-ci"].endswith("models/stage1")
+    assert (tmp_path / "lake" / "reports" / "eval-ci" / "report.html").exists()
+    assert (tmp_path / "lake" / "reports" / "dq-ci" / "index.html").exists()
+
+
+@pytest.mark.integration
+def test_a_planted_dq_violation_fails_the_gate_and_stops_downstream(tmp_path):
+    from datetime import UTC, datetime
+
+    future = (
+        f"{datetime.now(UTC).year + 3}-01-01"  # a real calendar date nobody can have published yet
+    )
+    source = tmp_path / "canonical"
+    (source / "patents").mkdir(parents=True)
+    (source / "citations").mkdir()
+    rows = [
+        {
+            "publication_number": f"US-{i}-A1",
+            "family_id": f"F{i}",
+            "lang": "en",
+            "title": "Cup",
+            "abstract": f"A cup number {i}.",
+            "claims": "1. A cup.",
+            "publication_date": "2021-03-04",
+            "filing_date": "2020-01-02",
+            "ipc": ["A47G19/00"],
+        }
+        for i in range(20)
+    ]
+    rows[7]["publication_date"] = future
+    (source / "patents" / "p.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (source / "citations" / "c.jsonl").write_text(
+        json.dumps({"citing": "US-1-A1", "cited": "US-2-A1", "category": "X", "source": "SEA"})
+        + "\n"
+    )
+    home = tmp_path / "airflow"
+    assert airflow(home, "db", "migrate").returncode == 0
+    conf = {
+        "lake": str(tmp_path / "lake"),
+        "work_dir": str(tmp_path / "work"),
+        "input": str(source),
+        "input_format": "canonical",
+        "run_tag": "bad",
+    }
+    done = airflow(home, "dags", "test", "xembed_full", "--conf", json.dumps(conf))
+    output = done.stdout + done.stderr
+    states = airflow(
+        home, "tasks", "states-for-dag-run", "xembed_full", _run_id(output), "--output", "json"
+    )
+    by_task = {t["task_id"]: t["state"] for t in json.loads(states.stdout)}
+    assert by_task["split"] == "success" and by_task["dq_silver"] == "failed"
+    for task in ("build_pairs", "prepare_retrieval", "eval_bm25", "train_stage1", "report"):
+        assert by_task[task] in ("upstream_failed", None), (task, by_task[task])
+    results = DeltaTable(str(tmp_path / "lake" / "dq" / "results")).to_pandas()
+    failed = results[~results.success & results.critical]
+    assert set(failed.column) == {"publication_date"}
