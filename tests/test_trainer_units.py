@@ -80,3 +80,32 @@ def test_batches_never_hold_two_texts_of_one_family():
     assert len(seen) == len(set(seen)) and len(seen) >= 12
     with pytest.raises(StopIteration):
         next(iter(family_disjoint_batches(examples[:2], 3)))
+
+
+def test_paper_profile_applies_stage2_settings_to_stage2_and_sft_only():
+    from pathlib import Path
+
+    from trainer.arguments import parse
+
+    config = str(Path(__file__).resolve().parents[1] / "configs" / "paper.yaml")
+    common = [
+        "--model_name_or_path",
+        "m",
+        "--train_data",
+        "d",
+        "--output_dir",
+        "/tmp/xembed-args",
+        "--bf16",
+        "false",
+    ]
+    settings = {}
+    for stage, extra in (("stage1", []), ("stage2", ["--init_model", "s1"]), ("sft", [])):
+        _, _, args = parse([config, *common, "--stage", stage, *extra])
+        settings[stage] = (
+            args.learning_rate,
+            args.per_device_train_batch_size,
+            args.gradient_accumulation_steps,
+        )
+    assert settings == {"stage1": (1e-4, 128, 1), "stage2": (5e-5, 16, 4), "sft": (5e-5, 16, 4)}
+    _, _, args = parse([config, *common, "--stage", "sft", "--learning_rate", "1e-5"])
+    assert args.learning_rate == 1e-5  # the command line still wins

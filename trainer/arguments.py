@@ -3,7 +3,9 @@
     python -m trainer.train configs/cpu-small.yaml --train_data shards/stage1 --output_dir out
     python -m trainer.train --model_name_or_path PATH --train_data DIR --output_dir DIR ...
 
-Values on the command line override those of the config file.
+Values on the command line override those of the config file. A config section named
+``supervised`` overrides the file's values for --stage stage2 and sft (the paper trains
+Stage II and the SFT control with other settings than Stage I).
 """
 
 # No `from __future__ import annotations`: HfArgumentParser reads the real type objects.
@@ -114,11 +116,19 @@ class XembedTrainingArguments(TrainingArguments):
         return [float(w) for w in self.matryoshka_weights.split(",")]
 
 
-def _config_to_argv(path: str) -> list:
+SUPERVISED_KEY = (
+    "supervised"  # config section applied to --stage stage2 and sft (paper: Stage II settings)
+)
+
+
+def _config_to_argv(path: str, stage: str) -> list:
     text = Path(path).read_text()
-    values = yaml.safe_load(text) if path.endswith((".yaml", ".yml")) else json.loads(text)
+    values = (yaml.safe_load(text) if path.endswith((".yaml", ".yml")) else json.loads(text)) or {}
+    overrides = values.pop(SUPERVISED_KEY, None) or {}
+    if stage in ("stage2", "sft"):
+        values = {**values, **overrides}
     argv = []
-    for key, value in (values or {}).items():
+    for key, value in values.items():
         if value is None:
             continue
         if isinstance(value, (list, dict)):
@@ -127,10 +137,22 @@ def _config_to_argv(path: str) -> list:
     return argv
 
 
+def _stage(argv: list, path: str) -> str:
+    """The --stage given on the command line, else the config file's, else stage1."""
+    for i, arg in enumerate(argv):
+        if arg == "--stage" and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith("--stage="):
+            return arg.split("=", 1)[1]
+    text = Path(path).read_text()
+    values = (yaml.safe_load(text) if path.endswith((".yaml", ".yml")) else json.loads(text)) or {}
+    return values.get("stage", "stage1")
+
+
 def parse(argv: list | None = None):
     """(ModelArguments, DataArguments, XembedTrainingArguments) from a config file and/or flags."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0].endswith((".yaml", ".yml", ".json")):
-        argv = _config_to_argv(argv[0]) + argv[1:]
+        argv = _config_to_argv(argv[0], _stage(argv[1:], argv[0])) + argv[1:]
     parser = HfArgumentParser((ModelArguments, DataArguments, XembedTrainingArguments))
     return parser.parse_args_into_dataclasses(args=argv)
