@@ -258,12 +258,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--compare", default=None, help="A,B for Table 4 / Figure 2 (default: the last two runs)"
     )
-    args = parser.parse_args(argv)
-    compare = tuple(args.compare.split(",")) if args.compare else None
-    path = build(
-        args.lake, [r for r in args.runs.split(",") if r], Path(args.out), args.dim, compare
+    parser.add_argument(
+        "--summary",
+        action="store_true",
+        help="print the overall / per-language macro Hit@100 of every run (Table 2)",
     )
-    print(path)
+    args = parser.parse_args(argv)
+    runs = [r for r in args.runs.split(",") if r]
+    compare = tuple(args.compare.split(",")) if args.compare else None
+    path = build(args.lake, runs, Path(args.out), args.dim, compare)
+    if not args.summary:
+        print(path)
+        return 0
+    metrics = load(args.lake, "eval/metrics")
+    print(f"\nIPC-section macro Hit@100 (%), {args.dim} dimensions (BM25: lexical)\n")
+    print(_fmt(table2(macro(metrics, runs, args.dim, "hit", 100))))
+    print(f"\nreport:    {path.parent / 'report.html'}")
     return 0
 
 
