@@ -42,7 +42,7 @@ def dag():
 
     bag = DagBag(dag_folder=str(DAGS))
     assert bag.import_errors == {}
-    return bag.get_dag("xembed_full")
+    return bag.dags["xembed_full"]
 
 
 def upstream(dag, task_id: str) -> set[str]:
