@@ -11,6 +11,7 @@ export PYSPARK_PYTHON := $(PY)
 export GX_ANALYTICS_ENABLED := False
 
 SEED ?= 7
+TEST_WORKERS ?= 2
 DEMO_DIR := demo
 LAKE ?= $(DEMO_DIR)/lake
 SAMPLE_PATENTS ?= 1500
@@ -40,8 +41,8 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m pip install -q -c constraints.txt -e '.[all]'
 	@touch $@
 
-test: setup  ## run the test suite
-	$(BIN)/pytest
+test: setup  ## run the test suite (TEST_WORKERS processes; the Airflow end-to-end run in one of them)
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup
 
 lint: setup  ## ruff
 	$(BIN)/ruff check .

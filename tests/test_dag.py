@@ -97,6 +97,8 @@ def _run_id(output: str) -> str:
 
 
 @pytest.mark.integration
+# under `make test` one worker runs this while the other takes the rest of the suite
+@pytest.mark.xdist_group("airflow_end_to_end")
 def test_airflow_dags_test_runs_the_whole_pipeline(tmp_path):
     home = tmp_path / "airflow"
     assert airflow(home, "db", "migrate").returncode == 0

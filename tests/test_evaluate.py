@@ -109,7 +109,8 @@ def test_end_to_end_tables_report_significance_and_sql(spark, pipeline, tmp_path
         text=True,
         check=True,
     )
-    mean = json.loads(out.stdout)["mean"]
+    scored = json.loads(out.stdout)
+    mean = scored["mean"]
     cell = metrics[
         (metrics.run_id == "e2e-bm25")
         & (metrics.lang == "en")
@@ -119,6 +120,11 @@ def test_end_to_end_tables_report_significance_and_sql(spark, pipeline, tmp_path
         & (metrics.k == 100)
     ]
     assert mean["hit@100"] == pytest.approx(float(cell.value.iloc[0]))
+    assert scored["n_queries"] == int(cell.n_queries.iloc[0])
+    # --complete counts every query view of the qrels, those outside this file as misses
+    complete = subprocess.run([*out.args, "--complete"], capture_output=True, text=True, check=True)
+    qrels_ids = {line.split()[0] for line in (run_dir / "qrels.txt").read_text().splitlines()}
+    assert json.loads(complete.stdout)["n_queries"] == len(qrels_ids) > scored["n_queries"]
 
     assert (
         significance.main(

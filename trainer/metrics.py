@@ -6,6 +6,7 @@ mean over IPC sections A-H of the per-section means ("IPC-section macro"); per l
 the mean of its views; Overall, the mean of all language x view scores.
 
     python -m trainer.metrics --run run.trec --qrels qrels.txt [--query-meta meta.tsv] [--k 10,20,100]
+        [--complete]
 """
 
 from __future__ import annotations
@@ -192,9 +193,18 @@ def main(argv: list[str] | None = None) -> int:
         "--query-meta", default=None, help="TSV qid, lang, view, ipc_section (for the macro)"
     )
     parser.add_argument("--k", default=",".join(map(str, DEFAULT_CUTOFFS)))
+    parser.add_argument(
+        "--complete",
+        action="store_true",
+        help="average over every query in --qrels, a query missing from the run scoring 0 "
+        "(trec_eval -c); by default only the run's queries count, as in trec_eval",
+    )
     args = parser.parse_args(argv)
     cutoffs = [int(k) for k in args.k.split(",")]
-    per_query = score_queries(read_run(args.run), read_qrels(args.qrels), cutoffs)
+    run, qrels = read_run(args.run), read_qrels(args.qrels)
+    if not args.complete:
+        qrels = {qid: rel for qid, rel in qrels.items() if qid in run}
+    per_query = score_queries(run, qrels, cutoffs)
     names = sorted({m for v in per_query.values() for m in v})
     result: dict = {
         "n_queries": len(per_query),
