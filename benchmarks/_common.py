@@ -13,13 +13,13 @@ from pathlib import Path
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
-def machine(master: str) -> dict:
-    return {
+def machine(master: str | None = None) -> dict:
+    facts = {
         "cpus": os.cpu_count(),
         "platform": platform.platform(),
         "python": platform.python_version(),
-        "spark_master": master,
     }
+    return {**facts, "spark_master": master} if master else facts
 
 
 def size_bytes(path: Path) -> int:

@@ -79,6 +79,15 @@ def test_end_to_end_tables_report_significance_and_sql(spark, pipeline, tmp_path
         )
         == 0
     )
+    # both models were scored on one prepared collection: the second run reused the first's
+    assert [p.name for p in (Path(lake) / "runs" / "_inputs").iterdir()] == [
+        "patents{}-views{}-eval_queries{}".format(
+            *(
+                DeltaTable(f"{lake}/silver/{t}").version()
+                for t in ("patents", "views", "eval_queries")
+            )
+        )
+    ]
     runs = DeltaTable(f"{lake}/eval/runs").to_pandas().set_index("run_id")
     assert list(runs.loc["e2e-base", "dims"]) == [64, 128] and list(
         runs.loc["e2e-bm25", "dims"]

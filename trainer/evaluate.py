@@ -9,13 +9,17 @@ Queries: silver/eval_queries in each of their views (ABS, CLAIM, DESC, TAC, prim
 language) with >= 1 X reference in the collection. The query patent and all members of its
 family are removed from its candidates before scoring. Writes TREC runs, qrels and a
 query-meta TSV under <lake>/runs/<run_id>/, and the Delta tables eval/runs, eval/per_query
-and eval/metrics.
+and eval/metrics. The collection and queries are prepared once per version of the input
+tables (<lake>/runs/_inputs/) and shared by every model evaluated on them.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import shutil
 import sys
+import uuid
 from collections import defaultdict
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,15 +31,42 @@ from trainer import metrics as M
 QUERY_VIEWS = ("ABS", "CLAIM", "DESC", "TAC")
 
 
-def load_inputs(spark, job, work: Path) -> tuple[dict, list[dict]]:
+INPUT_TABLES = ("silver/patents", "silver/views", "silver/eval_queries")
+
+
+def prepared_inputs(job, lake: str) -> tuple[Path, dict, list[dict]]:
+    """(folder, families, queries) for the lake's current input versions, prepared once.
+
+    Every model of a comparison is scored on the same collection and queries, so the first
+    evaluation of these Delta versions writes them under ``<lake>/runs/_inputs/<versions>/``
+    (collection Parquet, BM25 collections, families and queries as JSON) and later ones
+    read that folder back instead of repeating the Spark work.
+    """
+    frames = {name: job.read(name) for name in INPUT_TABLES}  # records the versions read
+    key = "-".join(f"{n.split('/')[1]}{job.inputs[n]}" for n in INPUT_TABLES)
+    folder = Path(lake) / "runs" / "_inputs" / key
+    if not (folder / "inputs.json").exists():
+        staging = folder.with_name(f"{key}.tmp-{uuid.uuid4().hex[:8]}")
+        members, queries = load_inputs(*frames.values(), staging)
+        (staging / "inputs.json").write_text(
+            json.dumps({"members": members, "queries": queries}, ensure_ascii=False)
+        )
+        try:
+            staging.rename(folder)
+        except OSError:  # a concurrent evaluation prepared the same versions first
+            shutil.rmtree(staging, ignore_errors=True)
+    job.info(f"inputs {folder}")
+    saved = json.loads((folder / "inputs.json").read_text())
+    return folder, saved["members"], saved["queries"]
+
+
+def load_inputs(patents, views, queries, work: Path) -> tuple[dict, list[dict]]:
     """Write the collection (Parquet, BM25 collections) under ``work``; return (families, queries)."""
     from pyspark.sql import functions as F
 
     from spark_jobs.lib import retrieval as R
 
-    patents = job.read("silver/patents")
-    views = job.read("silver/views")
-    queries = job.read("silver/eval_queries")
+    work.mkdir(parents=True, exist_ok=True)
     tac = views.where(F.col("view") == "TAC").select(
         "publication_number", "family_id", "lang", "text"
     )
@@ -101,12 +132,13 @@ def search_dense(
 
 
 def search_bm25(
-    work: Path, queries: list[dict], depth: int
+    inputs: Path, work: Path, queries: list[dict], depth: int
 ) -> dict[int, list[list[tuple[str, float]]]]:
+    """BM25 top-``depth`` per query from Lucene indexes built under ``work`` from ``inputs``."""
     from trainer.retrieval import Bm25, build_bm25_index
 
     index_root = work / "bm25_index"
-    for folder in sorted((work / "bm25").iterdir()):
+    for folder in sorted((inputs / "bm25").iterdir()):
         if folder.is_dir() and not (index_root / folder.name).exists():
             build_bm25_index(str(folder), str(index_root / folder.name), folder.name)
     bm25 = Bm25(str(index_root))
@@ -222,19 +254,20 @@ def main(argv: list[str] | None = None) -> int:
     out_dir = Path(args.lake) / "runs" / run_id
     out_dir.mkdir(parents=True, exist_ok=True)
     with JobRun(spark, args.lake, "evaluate", vars(args), run_id=run_id) as job:
-        members, queries = load_inputs(spark, job, out_dir)
+        inputs, members, queries = prepared_inputs(job, args.lake)
         largest_family = max((len(m) for m in members.values()), default=1)
         depth = max(cutoffs) + largest_family
         import pyarrow.dataset as ds
 
         collection_ids = set(
-            ds.dataset(str(out_dir / "collection"), format="parquet")
+            ds.dataset(str(inputs / "collection"), format="parquet")
             .to_table(columns=["id"])
             .column("id")
             .to_pylist()
         )
         if args.model == "bm25":
-            results, model_path, used_dims = search_bm25(out_dir, queries, depth), None, [0]
+            results = search_bm25(inputs, out_dir, queries, depth)
+            model_path, used_dims = None, [0]
         else:
             from trainer.encoder import Encoder
             from trainer.models import resolve
@@ -244,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.max_length:
                 encoder.encoder_config.max_length = args.max_length
             results = search_dense(
-                encoder, out_dir / "collection", queries, dims, depth, args.batch_size
+                encoder, inputs / "collection", queries, dims, depth, args.batch_size
             )
             used_dims = sorted(results)
         per_query, aggregated = evaluate_results(
