@@ -169,6 +169,8 @@ def main(argv: list[str] | None = None) -> int:
             "machine": machine(args.master),
             "patents": args.patents,
             "k": args.k,
+            "model": args.model,
+            "max_length": args.max_length,
             "candidate_pool": manifest["candidates"],
             "query_views": views,
             "candidate_rows": mined["candidate_rows"],
