@@ -22,8 +22,9 @@ AIRFLOW := AIRFLOW_HOME=$(abspath $(DEMO_DIR))/airflow AIRFLOW__CORE__DAGS_FOLDE
   AIRFLOW__CORE__LOAD_EXAMPLES=False AIRFLOW__WEBSERVER__WEB_SERVER_HOST=127.0.0.1 \
   AIRFLOW__API__HOST=127.0.0.1 airflow
 
-# The demo and the tests start ~40 short-lived JVMs on tiny data: C1-only JIT halves their
-# CPU time. Benchmarks and cluster runs keep the JVM's default (C2) for long computations.
+# The demo and the tests start ~40 short-lived JVMs on tiny data: C1-only JIT cuts their
+# CPU time by about a third (one curate job: 83 s -> 55 s). Benchmarks and cluster runs keep
+# the JVM's default (C2) for long computations.
 demo test: export SPARK_SUBMIT_OPTS ?= -XX:TieredStopAtLevel=1
 
 .PHONY: help setup test lint format demo airflow-ui sql bench dist clean constraints

@@ -116,14 +116,17 @@ class XembedTrainingArguments(TrainingArguments):
         return [float(w) for w in self.matryoshka_weights.split(",")]
 
 
-SUPERVISED_KEY = (
-    "supervised"  # config section applied to --stage stage2 and sft (paper: Stage II settings)
-)
+# Config section applied to --stage stage2 and sft (the paper's Stage II settings).
+SUPERVISED_KEY = "supervised"
 
 
-def _config_to_argv(path: str, stage: str) -> list:
+def _read_config(path: str) -> dict:
     text = Path(path).read_text()
-    values = (yaml.safe_load(text) if path.endswith((".yaml", ".yml")) else json.loads(text)) or {}
+    return (yaml.safe_load(text) if path.endswith((".yaml", ".yml")) else json.loads(text)) or {}
+
+
+def _config_to_argv(values: dict, stage: str) -> list:
+    values = dict(values)
     overrides = values.pop(SUPERVISED_KEY, None) or {}
     if stage in ("stage2", "sft"):
         values = {**values, **overrides}
@@ -137,15 +140,13 @@ def _config_to_argv(path: str, stage: str) -> list:
     return argv
 
 
-def _stage(argv: list, path: str) -> str:
+def _stage(argv: list, values: dict) -> str:
     """The --stage given on the command line, else the config file's, else stage1."""
     for i, arg in enumerate(argv):
         if arg == "--stage" and i + 1 < len(argv):
             return argv[i + 1]
         if arg.startswith("--stage="):
             return arg.split("=", 1)[1]
-    text = Path(path).read_text()
-    values = (yaml.safe_load(text) if path.endswith((".yaml", ".yml")) else json.loads(text)) or {}
     return values.get("stage", "stage1")
 
 
@@ -153,6 +154,7 @@ def parse(argv: list | None = None):
     """(ModelArguments, DataArguments, XembedTrainingArguments) from a config file and/or flags."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0].endswith((".yaml", ".yml", ".json")):
-        argv = _config_to_argv(argv[0], _stage(argv[1:], argv[0])) + argv[1:]
+        values = _read_config(argv[0])
+        argv = _config_to_argv(values, _stage(argv[1:], values)) + argv[1:]
     parser = HfArgumentParser((ModelArguments, DataArguments, XembedTrainingArguments))
     return parser.parse_args_into_dataclasses(args=argv)
