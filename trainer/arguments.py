@@ -24,11 +24,20 @@ STAGES = ("stage1", "stage2", "sft")
 class ModelArguments:
     model_name_or_path: str = field(
         metadata={
-            "help": "base model: a local path (e.g. Qwen3-Embedding-0.6B) or builtin:minilm / builtin:qwen3-tiny"
+            "help": "base model: a local path (e.g. Qwen3-Embedding-0.6B) or builtin:me5-small / "
+            "builtin:minilm / builtin:qwen3-tiny"
         }
     )
     pooling: str = field(
-        default="auto", metadata={"help": "last | mean | auto (last for decoder models)"}
+        default="auto",
+        metadata={"help": "last | mean | auto (the base model's, else last for decoder models)"},
+    )
+    prompt_style: str = field(
+        default="auto",
+        metadata={
+            "help": "instruct (Qwen3-Embedding) | e5 (query:/passage:) | none | auto (the base "
+            "model's conventions)"
+        },
     )
     max_length: int = field(
         default=4096, metadata={"help": "max tokens per text; longer texts are cut on the right"}

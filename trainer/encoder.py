@@ -1,8 +1,17 @@
-"""The encoder: any Hugging Face model + pooling + L2 norm, with query instructions and LoRA.
+"""The encoder: any Hugging Face model + pooling + L2 norm, with its family's prompts and LoRA.
 
-Qwen3-Embedding conventions: last-token pooling over a sequence that ends with the EOS
-token, an instruction on queries only (``Instruct: {task}\\nQuery:{text}``), none on
-documents. BERT-style models use mean pooling.
+Each model family's conventions (``prompt_style``), stored with the model in
+``xembed_encoder.json`` and in its SentenceTransformer prompts, so a fine-tuned model keeps
+its base's:
+
+- ``instruct`` (Qwen3-Embedding): last-token pooling over a sequence that ends with the EOS
+  token, an instruction on queries only (``Instruct: {task}\\nQuery:{text}``), none on
+  documents;
+- ``e5`` (multilingual-e5): ``query: `` / ``passage: `` prefixes, mean pooling;
+- ``none``: the texts as they are (e.g. all-MiniLM), mean pooling.
+
+``auto`` takes the saved conventions of the model folder, else ``instruct`` for decoder
+models, ``e5`` where the folder's SentenceTransformer prompts are e5's, else ``none``.
 """
 
 from __future__ import annotations
@@ -22,6 +31,8 @@ INSTRUCTIONS = {
     "ja": "特許が与えられたとき、その特許に対するXカテゴリ文献となる先行技術特許を検索する",
 }
 CONFIG_NAME = "xembed_encoder.json"
+PROMPT_STYLES = ("instruct", "e5", "none")
+E5_PREFIXES = {"query": "query: ", "passage": "passage: "}
 
 
 @dataclass
@@ -29,15 +40,43 @@ class EncoderConfig:
     pooling: str = "auto"  # last | mean | auto (last for decoder-only models)
     normalize: bool = True
     max_length: int = 4096
-    query_instruction: bool = True
+    query_instruction: bool = True  # instruct style: False sends queries without instruction
     instructions: dict = field(default_factory=lambda: dict(INSTRUCTIONS))
+    prompt_style: str = "auto"  # instruct | e5 | none | auto (see the module docstring)
 
 
 def format_query(text: str, lang: str | None, config: EncoderConfig) -> str:
-    if not config.query_instruction:
+    if config.prompt_style == "e5":
+        return E5_PREFIXES["query"] + text
+    if config.prompt_style == "none" or not config.query_instruction:
         return text
     task = config.instructions.get(lang or "en") or config.instructions["en"]
     return f"Instruct: {task}\nQuery:{text}"
+
+
+def format_passage(text: str, config: EncoderConfig) -> str:
+    return E5_PREFIXES["passage"] + text if config.prompt_style == "e5" else text
+
+
+def _saved_config(path: Path) -> EncoderConfig | None:
+    saved = path / CONFIG_NAME
+    if not saved.exists():
+        return None
+    values = json.loads(saved.read_text())
+    if "prompt_style" not in values:  # saved before prompt styles: instructions or nothing
+        values["prompt_style"] = "instruct" if values.get("query_instruction", True) else "none"
+    return EncoderConfig(**values)
+
+
+def _folder_prompt_style(path: Path) -> str | None:
+    """``e5`` when the folder's SentenceTransformer prompts are e5's ``query: `` / ``passage: ``."""
+    st = path / "config_sentence_transformers.json"
+    if not st.exists():
+        return None
+    prompts = json.loads(st.read_text()).get("prompts") or {}
+    if prompts.get("query") == E5_PREFIXES["query"]:
+        return "e5"
+    return None
 
 
 def last_token_pool(hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
@@ -75,8 +114,17 @@ class Encoder(nn.Module):
             config.pooling = "last" if _is_decoder(self.base_model) else "mean"
         if config.pooling not in ("last", "mean"):
             raise ValueError(f"pooling must be last, mean or auto, got {config.pooling!r}")
+        if config.prompt_style == "auto":
+            config.prompt_style = "instruct" if config.pooling == "last" else "none"
+        if config.prompt_style not in PROMPT_STYLES:
+            raise ValueError(
+                f"prompt_style must be one of {PROMPT_STYLES} or auto, got {config.prompt_style!r}"
+            )
         if tokenizer.pad_token is None:
             tokenizer.pad_token = tokenizer.eos_token
+        positions = getattr(self.base_model.config, "max_position_embeddings", None)
+        if positions and config.max_length > positions and not _is_decoder(self.base_model):
+            config.max_length = positions  # absolute positions: longer inputs cannot be embedded
         self._append_eos = config.pooling == "last" and not self._tokenizer_appends_eos()
 
     @property
@@ -98,10 +146,15 @@ class Encoder(nn.Module):
     ) -> Encoder:
         from transformers import AutoModel, AutoTokenizer
 
-        saved = Path(path) / CONFIG_NAME
-        if config is None and saved.exists():
-            config = EncoderConfig(**json.loads(saved.read_text()))
-        config = config or EncoderConfig()
+        saved = _saved_config(Path(path))
+        if config is None:
+            config = saved or EncoderConfig()
+        else:  # what the caller leaves on auto follows the model (its base's conventions)
+            for name in ("pooling", "prompt_style"):
+                if getattr(config, name) == "auto" and saved is not None:
+                    setattr(config, name, getattr(saved, name))
+        if config.prompt_style == "auto":
+            config.prompt_style = _folder_prompt_style(Path(path)) or "auto"
         tokenizer = AutoTokenizer.from_pretrained(path)
         model = (
             AutoModel.from_pretrained(path, dtype=torch_dtype)
@@ -182,7 +235,7 @@ class Encoder(nn.Module):
         )
 
     def encode_passage(self, texts: list[str], batch_size: int = 32) -> torch.Tensor:
-        return self.encode(texts, batch_size)
+        return self.encode([format_passage(t, self.encoder_config) for t in texts], batch_size)
 
     # -- saving ----------------------------------------------------------------------------
     def save(self, path: str) -> None:
@@ -248,14 +301,14 @@ class Encoder(nn.Module):
                 {"max_seq_length": self.encoder_config.max_length, "do_lower_case": False}, indent=2
             )
         )
-        prompts = {
-            f"query_{lang}": format_query("", lang, self.encoder_config)
-            for lang in self.encoder_config.instructions
-        }
+        config = self.encoder_config
+        prompts = {f"query_{lang}": format_query("", lang, config) for lang in config.instructions}
+        passage = format_passage("", config)
+        prompts.update(query=format_query("", None, config), passage=passage, document=passage)
         (out / "config_sentence_transformers.json").write_text(
             json.dumps(
                 {
-                    "prompts": {**prompts, "document": ""},
+                    "prompts": prompts,
                     "default_prompt_name": None,
                     "similarity_fn_name": "cosine",
                 },

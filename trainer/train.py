@@ -40,6 +40,7 @@ def build_encoder(model_args, training_args) -> tuple[Encoder, str]:
     path = resolve(base)
     config = EncoderConfig(
         pooling=model_args.pooling,
+        prompt_style=model_args.prompt_style,
         max_length=model_args.max_length,
         query_instruction=model_args.query_instruction,
     )

@@ -11,11 +11,11 @@ from torch.utils.data import DataLoader
 from transformers import Trainer
 
 from trainer.data import BatchStream, Example, family_disjoint_batches
-from trainer.encoder import Encoder, format_query
+from trainer.encoder import Encoder, format_passage, format_query
 
 
 class Collator:
-    """Tokenize a batch of examples: query (with instruction), positive, flattened negatives."""
+    """Tokenize a batch of examples: query, positive, flattened negatives, each with its prompt."""
 
     def __init__(self, encoder: Encoder):
         self.encoder = encoder
@@ -26,7 +26,7 @@ class Collator:
             "query": self.encoder.tokenize(
                 [format_query(e.query, e.query_lang, config) for e in batch]
             ),
-            "positive": self.encoder.tokenize([e.positive for e in batch]),
+            "positive": self.encoder.tokenize([format_passage(e.positive, config) for e in batch]),
         }
         k = {len(e.negatives) for e in batch}
         if len(k) != 1:
@@ -34,7 +34,9 @@ class Collator:
                 f"examples in one batch carry different numbers of negatives: {sorted(k)}"
             )
         if k != {0}:
-            out["negatives"] = self.encoder.tokenize([t for e in batch for t in e.negatives])
+            out["negatives"] = self.encoder.tokenize(
+                [format_passage(t, config) for e in batch for t in e.negatives]
+            )
         return out
 
 
