@@ -27,9 +27,14 @@ def generate(
     seed: int,
     bad_share: float,
     partitions: int | None = None,
+    difficulty: P.Difficulty | None = None,
 ) -> dict:
-    """Write the corpus under ``out`` and return its manifest (also written to _manifest.json)."""
-    plan = P.build_plan(seed, n_patents)
+    """Write the corpus under ``out`` and return its manifest (also written to _manifest.json).
+
+    ``difficulty`` (default: ``P.Difficulty()``, the original corpus) sets the knobs that make
+    X retrieval harder; the manifest records it.
+    """
+    plan = P.build_plan(seed, n_patents, difficulty)
     sc = spark.sparkContext
     shared = sc.broadcast(plan)
     n_parts = partitions or max(2, min(256, n_patents // 20_000 + 1))
@@ -62,6 +67,8 @@ def generate(
         "patents": n_patents,
         "families": plan.n_families,
         "clusters": plan.n_clusters,
+        "difficulty": plan.difficulty.as_dict(),
+        "distractor_families": len(plan.distractors),
         "bad_share": bad_share,
         "clean_records": clean,
         "corruptions": dict(sorted(corruption_counts.items())),

@@ -66,10 +66,11 @@ def publication_record(plan: P.CorpusPlan, member: P.Member) -> dict:
     inv = P.invention(plan, member.family)
     claims = claim_plan(inv, P.rng(plan.seed, P._S_TEXT, member.family))
     r = P.rng(plan.seed, P._S_TEXT, member.family, member.index)
-    text = render_patent(inv, claims, member.lang, r)
+    abstract_core = P.abstract_core(plan, inv, member)  # None unless abstracts omit features
+    text = render_patent(inv, claims, member.lang, r, abstract_core)
     localized = {k: [_localized(v, member.lang, r)] for k, v in text.items()}
     if member.english_abstract:  # Google adds English title/abstract to many CN/JP documents
-        english = render_patent(inv, claims, "en", r)
+        english = render_patent(inv, claims, "en", r, abstract_core)
         localized["title"].append(_localized(english["title"], "en", r))
         localized["abstract"].append(_localized(english["abstract"], "en", r))
     ipc = _classification(inv, r, plan.cluster_of(member.family))

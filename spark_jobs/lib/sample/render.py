@@ -86,17 +86,18 @@ class English:
             return f"{_cap(inv.device.en)} and method to {inv.purpose.en}"
         return f"{_cap(inv.device.en)} with {c0} and {c1}"
 
-    def abstract(self, inv: Invention) -> str:
+    def abstract(self, inv: Invention, core: tuple[Feature, ...] | None = None) -> str:
         d = inv.device.en
+        core = inv.core if core is None else core
         parts = [_a(inv.base.en)] + [
-            f"{_a(f.component.en)} {f.relation.en} the {f.anchor.en}" for f in inv.core
+            f"{_a(f.component.en)} {f.relation.en} the {f.anchor.en}" for f in core
         ]
         s = [
             f"The present disclosure relates to {_a(d)} in the field of {inv.field.en}.",
             f"The {d} {'includes' if self.comprising == 'including' else 'comprises'} "
             f"{', '.join(parts[:-1])}, and {parts[-1]}.",
         ]
-        s += [f"The {f.component.en} is made of {f.material.en}." for f in inv.core if f.material]
+        s += [f"The {f.component.en} is made of {f.material.en}." for f in core if f.material]
         s.append(f"This arrangement makes it possible to {inv.purpose.en}.")
         return " ".join(s)
 
@@ -197,16 +198,17 @@ class Chinese:
             return f"一种{inv.device.zh}及用于{inv.purpose.zh}的方法"
         return f"一种具有{inv.core[0].component.zh}和{inv.core[1].component.zh}的{inv.device.zh}"
 
-    def abstract(self, inv: Invention) -> str:
+    def abstract(self, inv: Invention, core: tuple[Feature, ...] | None = None) -> str:
         d = inv.device.zh
+        core = inv.core if core is None else core
         parts = [inv.base.zh] + [
-            f"{_zh_rel(f.relation, f.anchor.zh)}的{f.component.zh}" for f in inv.core
+            f"{_zh_rel(f.relation, f.anchor.zh)}的{f.component.zh}" for f in core
         ]
         s = [
             f"本发明公开了一种{d}，属于{inv.field.zh}技术领域。",
             f"所述{d}包括{'、'.join(parts[:-1])}以及{parts[-1]}。",
         ]
-        s += [f"所述{f.component.zh}由{f.material.zh}制成。" for f in inv.core if f.material]
+        s += [f"所述{f.component.zh}由{f.material.zh}制成。" for f in core if f.material]
         s.append(f"通过上述结构，能够{inv.purpose.zh}。")
         return "".join(s)
 
@@ -302,16 +304,15 @@ class Japanese:
             return f"{inv.device.ja}および{inv.purpose.ja}方法"
         return f"{inv.core[0].component.ja}および{inv.core[1].component.ja}を備えた{inv.device.ja}"
 
-    def abstract(self, inv: Invention) -> str:
+    def abstract(self, inv: Invention, core: tuple[Feature, ...] | None = None) -> str:
         d = inv.device.ja
-        parts = [inv.base.ja] + [
-            f"前記{f.anchor.ja}{f.relation.ja}{f.component.ja}" for f in inv.core
-        ]
+        core = inv.core if core is None else core
+        parts = [inv.base.ja] + [f"前記{f.anchor.ja}{f.relation.ja}{f.component.ja}" for f in core]
         s = [
             f"【課題】{inv.purpose.ja}ことができる{d}を提供する。",
             f"【解決手段】{d}は、{'と、'.join(parts)}とを備える。",
         ]
-        s += [f"{f.component.ja}は{f.material.ja}からなる。" for f in inv.core if f.material]
+        s += [f"{f.component.ja}は{f.material.ja}からなる。" for f in core if f.material]
         return "".join(s)
 
     def description(self, inv: Invention, r: random.Random) -> str:
@@ -359,17 +360,22 @@ RENDERERS = {"en": English, "zh": Chinese, "ja": Japanese}
 
 
 def render_patent(
-    inv: Invention, claims: list[ClaimSpec], lang: str, r: random.Random
+    inv: Invention,
+    claims: list[ClaimSpec],
+    lang: str,
+    r: random.Random,
+    abstract_core: tuple[Feature, ...] | None = None,
 ) -> dict[str, str]:
     """Title, abstract, claims (numbered, one per line) and description in ``lang``.
 
     ``claims`` is the family's claim structure (identical for every member); ``r`` picks the
-    member's phrasing variants.
+    member's phrasing variants; ``abstract_core`` (default: all of ``inv.core``) is what the
+    abstract states of the core (the description's summary always states all of it).
     """
     renderer = RENDERERS[lang](r)
     return {
         "title": renderer.title(inv),
-        "abstract": renderer.abstract(inv),
+        "abstract": renderer.abstract(inv, abstract_core),
         "claims": "\n".join(renderer.claim(inv, c) for c in claims),
         "description": renderer.description(inv, r),
     }
