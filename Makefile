@@ -15,9 +15,13 @@ TEST_WORKERS ?= 2
 DEMO_DIR := demo
 LAKE ?= $(DEMO_DIR)/lake
 SAMPLE_PATENTS ?= 1000
+# cpu-e5: the real multilingual-e5-small; cpu-small: the tiny random Qwen3 (seconds, noise)
+DEMO_PROFILE ?= cpu-e5
+TRAIN_STEPS ?= 40
 DEMO_CONF ?= {"lake": "$(abspath $(LAKE))", "work_dir": "$(abspath $(DEMO_DIR))/work", \
-  "sample_patents": $(SAMPLE_PATENTS), "seed": $(SEED), "mine_k": 100, "validation_size": 200, \
-  "train_steps": 60, "eval_max_length": 256, "run_tag": "demo"}
+  "profile": "$(DEMO_PROFILE)", "sample_patents": $(SAMPLE_PATENTS), "seed": $(SEED), \
+  "mine_k": 100, "validation_size": 200, "train_steps": $(TRAIN_STEPS), "eval_max_length": 256, \
+  "run_tag": "demo"}
 AIRFLOW := AIRFLOW_HOME=$(abspath $(DEMO_DIR))/airflow AIRFLOW__CORE__DAGS_FOLDER=$(abspath dags) \
   AIRFLOW__CORE__LOAD_EXAMPLES=False AIRFLOW__WEBSERVER__WEB_SERVER_HOST=127.0.0.1 \
   AIRFLOW__API__HOST=127.0.0.1 airflow
@@ -27,7 +31,7 @@ AIRFLOW := AIRFLOW_HOME=$(abspath $(DEMO_DIR))/airflow AIRFLOW__CORE__DAGS_FOLDE
 # the JVM's default (C2) for long computations.
 demo test: export SPARK_SUBMIT_OPTS ?= -XX:TieredStopAtLevel=1
 
-.PHONY: help setup test lint format demo airflow-ui sql bench dist clean constraints
+.PHONY: help setup test lint format demo airflow-ui sql quality bench dist clean constraints
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
@@ -58,7 +62,7 @@ format: setup
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-demo: setup  ## the xembed_full Airflow DAG on a generated sample (cpu-small), results under ./demo/
+demo: setup  ## the xembed_full Airflow DAG on a generated sample (cpu-e5), results under ./demo/
 	@mkdir -p $(DEMO_DIR)
 	$(AIRFLOW) db migrate >/dev/null
 	$(AIRFLOW) dags test xembed_full --conf '$(DEMO_CONF)'
@@ -73,6 +77,9 @@ airflow-ui: setup  ## Airflow UI on http://127.0.0.1:8080 (demo AIRFLOW_HOME; st
 
 sql: setup  ## spark-sql over the demo lake's tables (eval_metrics, silver_patents, ...)
 	$(PY) -m spark_jobs.sql --lake $(LAKE)
+
+quality: setup  ## retrieval-quality benchmark: the whole pipeline with cpu-e5 on 3,000 patents (benchmarks/results/quality.json)
+	$(PY) benchmarks/quality.py
 
 bench: setup  ## benchmarks (JSON under benchmarks/results/): ingest+curate, build_pairs, trainer, stage2, evaluation
 	$(PY) benchmarks/ingest_curate.py --patents $${BENCH_PATENTS:-100000}

@@ -29,7 +29,9 @@ LAKE, WORK, MASTER, SEED = P % "lake", P % "work_dir", P % "spark_master", P % "
 TAG = "{{ params.run_tag or ts_nodash }}"
 SUBMIT = f"spark-submit --master {MASTER} spark_jobs"
 PROFILE = "configs/{{ params.profile }}.yaml"
-BASE = "{{ params.base_model or 'builtin:qwen3-tiny' }}"
+# each profile's base model (the paper profile's Qwen3-Embedding-0.6B is a local path: base_model)
+PROFILE_MODELS = {"cpu-e5": "builtin:me5-small", "cpu-small": "builtin:qwen3-tiny", "paper": ""}
+BASE = "{{ params.base_model or " + repr(PROFILE_MODELS) + "[params.profile] }}"
 STEPS = "--max_steps {{ params.train_steps if params.train_steps > 0 else -1 }}"
 RETRIEVAL = f"{WORK}/retrieval"
 SHARDS = f"{WORK}/shards"
@@ -77,11 +79,22 @@ def evaluate(model: str, name: str) -> str:
         "input": Param("", type="string", description="export to ingest; empty: generate a sample"),
         "input_format": Param("google_patents", enum=["google_patents", "canonical"]),
         "sample_patents": Param(2000, type="integer", minimum=50),
-        "profile": Param("cpu-small", enum=["cpu-small", "paper"]),
+        "profile": Param(
+            "cpu-e5",
+            enum=list(PROFILE_MODELS),
+            description="configs/<profile>.yaml: cpu-e5 (multilingual-e5-small), cpu-small "
+            "(tiny random Qwen3, fast tests), paper (GPU; needs base_model)",
+        ),
         "base_model": Param(
             "",
             type="string",
-            description="base / mining encoder path; empty: the profile's (cpu-small: builtin:qwen3-tiny)",
+            description="base / mining encoder path; empty: the profile's "
+            "(cpu-e5: builtin:me5-small, cpu-small: builtin:qwen3-tiny)",
+        ),
+        "sample_options": Param(
+            "",
+            type="string",
+            description="extra generate_sample.py flags, e.g. '--difficulty hard'",
         ),
         "spark_master": Param("local[2]", type="string"),
         "seed": Param(7, type="integer"),
@@ -106,7 +119,8 @@ def xembed_full():
         return (
             "{% if params.input %}echo {{ params.input }}{% else %}"
             f"spark-submit --master {MASTER} spark_jobs/generate_sample.py --out {WORK}/sample "
-            f"--patents {{{{ params.sample_patents }}}} --seed {SEED} >&2 && echo {WORK}/sample{{% endif %}}"
+            f"--patents {{{{ params.sample_patents }}}} --seed {SEED} {{{{ params.sample_options }}}} >&2"
+            f" && echo {WORK}/sample{{% endif %}}"
         )
 
     @task.bash

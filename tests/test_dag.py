@@ -106,6 +106,7 @@ def test_airflow_dags_test_runs_the_whole_pipeline(tmp_path):
         "lake": str(tmp_path / "lake"),
         "work_dir": str(tmp_path / "work"),
         "sample_patents": 300,
+        "profile": "cpu-small",  # the tiny model keeps CI short; make demo runs cpu-e5
         "seed": 3,
         "mine_k": 60,
         "validation_size": 40,
@@ -178,3 +179,25 @@ def test_a_planted_dq_violation_fails_the_gate_and_stops_downstream(tmp_path):
     results = DeltaTable(str(tmp_path / "lake" / "dq" / "results")).to_pandas()
     failed = results[~results.success & results.critical]
     assert set(failed.column) == {"publication_date"}
+
+
+def test_each_profile_resolves_its_base_model():
+    import importlib.util
+
+    from jinja2 import Template
+
+    spec = importlib.util.spec_from_file_location("xembed_full", DAGS / "xembed_full.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    BASE, PROFILE_MODELS = module.BASE, module.PROFILE_MODELS
+
+    def render(**params):
+        return Template(BASE).render(params={"base_model": "", **params})
+
+    assert render(profile="cpu-e5") == "builtin:me5-small"
+    assert render(profile="cpu-small") == "builtin:qwen3-tiny"
+    assert render(profile="paper", base_model="/models/Qwen3-Embedding-0.6B") == (
+        "/models/Qwen3-Embedding-0.6B"
+    )
+    for profile in PROFILE_MODELS:  # every profile has its config file
+        assert (Path(__file__).resolve().parents[1] / "configs" / f"{profile}.yaml").exists()

@@ -143,6 +143,12 @@ def test_end_to_end_tables_report_significance_and_sql(spark, pipeline, tmp_path
     )
     sig = DeltaTable(f"{lake}/eval/significance").to_pandas()
     assert ((sig.p_value > 0) & (sig.p_value <= 1)).all() and "ALL" in set(sig.lang)
+    summary = report.summary_table(
+        metrics, sig, ["e2e-bm25", "e2e-base"], 64, "e2e-bm25", "e2e-base"
+    )
+    p_row = next(line for line in summary.splitlines() if "p (e2e-base vs e2e-bm25)" in line)
+    overall_p = sig[(sig.lang == "ALL") & (sig.view == "ALL")].p_value.iloc[0]
+    assert p_row.rstrip(" |").endswith(f"{overall_p:.4f}")
 
     path = report.build(lake, ["e2e-bm25", "e2e-base"], tmp_path / "report", dim=64)
     text = path.read_text()

@@ -132,3 +132,33 @@ def test_bad_files_name_the_file_and_the_fault(tmp_path):
     truncated.write_bytes(b"E5S1" + struct.pack("<I7i", 1, 384, 12, 12, 1536, 250037, 512, 2))
     with pytest.raises(FormatError, match=r"short\.bin: truncated at byte 36"):
         read_packed(truncated)
+
+
+def test_cpu_e5_profile_trains_and_the_fine_tune_keeps_e5_conventions(tmp_path):
+    """Two optimizer steps of configs/cpu-e5.yaml from builtin:me5-small: the loss is finite,
+    the weights move, and the saved model still embeds with ``query: `` / ``passage: ``."""
+    from sentence_transformers import SentenceTransformer
+
+    from trainer import train
+    from trainer.sample_shards import write_sample_stage1_shards
+
+    shards = tmp_path / "shards"
+    write_sample_stage1_shards(shards, n_patents=60, seed=5)
+    out = tmp_path / "tuned"
+    config = str(Path(__file__).resolve().parents[1] / "configs" / "cpu-e5.yaml")
+    flags = ["--per_device_train_batch_size", "4", "--max_length", "32", "--max_chars", "200"]
+    flags += ["--validation_size", "8", "--eval_steps", "2", "--save_steps", "2"]
+    flags += ["--max_steps", "2", "--disable_tqdm", "true"]
+    assert train.main([config, *flags, "--train_data", str(shards), "--output_dir", str(out)]) == 0
+    saved = json.loads((out / "xembed_encoder.json").read_text())
+    assert (saved["pooling"], saved["prompt_style"]) == ("mean", "e5")
+    tuned = Encoder.from_pretrained(str(out))
+    base = Encoder.from_pretrained(resolve("builtin:me5-small"))
+    moved = 1 - (tuned.encode_passage(SENTENCES[:2]) * base.encode_passage(SENTENCES[:2])).sum(1)
+    assert (moved > 1e-6).all(), moved  # training changed the model
+    st = SentenceTransformer(str(out), device="cpu", local_files_only=True)
+    np.testing.assert_allclose(
+        st.encode(SENTENCES[:2], prompt_name="query"),
+        tuned.encode_query(SENTENCES[:2]).numpy(),
+        atol=1e-5,
+    )

@@ -97,6 +97,11 @@ def build_qwen3_tiny(out: Path, seed: int = 0) -> Path:
 
 def resolve(name: str) -> str:
     """A model path from a path or a ``builtin:`` name (building the tiny model if needed)."""
+    if not name.strip():
+        raise ValueError(
+            "no model given: pass a local path (e.g. Qwen3-Embedding-0.6B for the paper profile) "
+            "or one of " + ", ".join(f"builtin:{b}" for b in BUILTINS)
+        )
     if name == "builtin:me5-small":
         from trainer.me5 import build
 

@@ -222,6 +222,32 @@ def build(
     return out / "report.md"
 
 
+def summary_table(metrics, significance, runs: list[str], dim: int, a: str, b: str) -> str:
+    """Table 2 (macro Hit@100 %) with a last row: the p-value of B vs A per column."""
+    wide = table2(macro(metrics, runs, dim, "hit", 100))
+    shown = wide.copy()
+    for c in shown.columns[1:]:
+        shown[c] = shown[c].map(lambda v: f"{100 * v:.2f}")
+    if not significance.empty:
+        sig = significance[
+            (significance.run_a == a)
+            & (significance.run_b == b)
+            & (significance.dim == dim)
+            & (significance.view == "ALL")
+            & (significance.metric == "hit")
+            & (significance.k == 100)
+        ]
+        p = {
+            LANG_LABEL.get(r.lang, "Overall" if r.lang == "ALL" else r.lang): r.p_value
+            for r in sig.itertuples()
+        }
+        if p:
+            label = f"p ({b} vs {a})"
+            row = [label] + [f"{p[c]:.4f}" if c in p else "" for c in shown.columns[1:]]
+            shown.loc[len(shown)] = row
+    return _fmt(shown)
+
+
 def _html(sections, figures, runs) -> str:
     def table(md: str) -> str:
         lines = [line for line in md.splitlines() if not line.startswith("|---")]
@@ -271,8 +297,9 @@ def main(argv: list[str] | None = None) -> int:
         print(path)
         return 0
     metrics = load(args.lake, "eval/metrics")
+    a, b = compare or (runs[-2], runs[-1])
     print(f"\nIPC-section macro Hit@100 (%), {args.dim} dimensions (BM25: lexical)\n")
-    print(_fmt(table2(macro(metrics, runs, args.dim, "hit", 100))))
+    print(summary_table(metrics, load(args.lake, "eval/significance"), runs, args.dim, a, b))
     print(f"\nreport:    {path.parent / 'report.html'}")
     return 0
 
