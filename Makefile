@@ -14,13 +14,13 @@ SEED ?= 7
 TEST_WORKERS ?= 2
 DEMO_DIR := demo
 LAKE ?= $(DEMO_DIR)/lake
-SAMPLE_PATENTS ?= 1000
+SAMPLE_PATENTS ?= 500
 # cpu-e5: the real multilingual-e5-small; cpu-small: the tiny random Qwen3 (seconds, noise)
 DEMO_PROFILE ?= cpu-e5
-TRAIN_STEPS ?= 40
+TRAIN_STEPS ?= 20
 DEMO_CONF ?= {"lake": "$(abspath $(LAKE))", "work_dir": "$(abspath $(DEMO_DIR))/work", \
   "profile": "$(DEMO_PROFILE)", "sample_patents": $(SAMPLE_PATENTS), "seed": $(SEED), \
-  "mine_k": 100, "validation_size": 200, "train_steps": $(TRAIN_STEPS), "eval_max_length": 256, \
+  "mine_k": 100, "validation_size": 40, "train_steps": $(TRAIN_STEPS), "eval_max_length": 128, \
   "run_tag": "demo"}
 AIRFLOW := AIRFLOW_HOME=$(abspath $(DEMO_DIR))/airflow AIRFLOW__CORE__DAGS_FOLDER=$(abspath dags) \
   AIRFLOW__CORE__LOAD_EXAMPLES=False AIRFLOW__WEBSERVER__WEB_SERVER_HOST=127.0.0.1 \
