@@ -43,6 +43,7 @@ BLOCK_BYTES = 2 + QK // 2
 F32, Q4 = 0, 1
 METASPACE = "\u2581"
 SOURCE_FILE = "e5-small-q4.bin"
+HEADER_INTS = ("hidden", "layers", "heads", "ffn", "vocab", "positions", "types")
 # e5 file tensor suffix -> BertModel parameter (per layer)
 LAYER_TENSORS = {
     "q.w": "attention.self.query.weight",
@@ -141,22 +142,11 @@ def read_packed(path: Path) -> PackedModel:
     if r.take(4) != MAGIC:
         raise FormatError(f"{path}: bad magic (expected {MAGIC!r})")
     version = r.unpack("I")
-    hidden, layers, heads, ffn, vocab, positions, types = r.unpack("7i")
-    eps = r.unpack("f")
+    header = {"version": version, **dict(zip(HEADER_INTS, r.unpack("7i"), strict=True))}
+    header["eps"] = float(r.unpack("f"))
     qk = r.unpack("i")
     if qk != QK:
         raise FormatError(f"{path}: block size {qk}, this converter reads {QK}")
-    header = dict(
-        version=version,
-        hidden=hidden,
-        layers=layers,
-        heads=heads,
-        ffn=ffn,
-        vocab=vocab,
-        positions=positions,
-        types=types,
-        eps=float(eps),
-    )
     n_pieces, bos, eos, pad, unk = r.unpack("5i")
     blob_len = r.unpack("Q")
     offsets = r.array("<u4", n_pieces + 1)
