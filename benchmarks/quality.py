@@ -218,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     lake = work / "lake"
     metrics, per_query = load_tables(lake)
     headline = macro_table(metrics, HEADLINE_DIM)
-    full = macro_table(metrics, 384)
+    full = macro_table(metrics, int(metrics.dim.max()))  # the model's own dimension
     ceiling = {
         name: {key: round(100 - v["overall"], 2) for key, v in values.items()}
         for name, values in headline.items()

@@ -32,6 +32,7 @@ TINY_QWEN3 = {
 EOS = "<|endoftext|>"
 ME5_VERSION = "me5-small-v1"  # bump when the conversion changes
 BUILTINS = ("me5-small", "minilm", "qwen3-tiny")
+KNOWN = ", ".join(f"builtin:{b}" for b in BUILTINS)
 
 
 def cache_dir() -> Path:
@@ -100,7 +101,7 @@ def resolve(name: str) -> str:
     if not name.strip():
         raise ValueError(
             "no model given: pass a local path (e.g. Qwen3-Embedding-0.6B for the paper profile) "
-            "or one of " + ", ".join(f"builtin:{b}" for b in BUILTINS)
+            f"or one of {KNOWN}"
         )
     if name == "builtin:me5-small":
         from trainer.me5 import build
@@ -111,15 +112,11 @@ def resolve(name: str) -> str:
     if name == "builtin:qwen3-tiny":
         return str(build_qwen3_tiny(cache_dir() / "qwen3-tiny-v1"))
     if name.startswith("builtin:"):
-        raise ValueError(
-            f"unknown builtin model {name!r}; known: " + ", ".join(f"builtin:{b}" for b in BUILTINS)
-        )
+        raise ValueError(f"unknown builtin model {name!r}; known: {KNOWN}")
     if not Path(name).exists():
         raise FileNotFoundError(
             f"model path {name!r} does not exist (no model hub at run time: pass a local path, "
-            "e.g. your Qwen3-Embedding-0.6B download, or "
-            + " / ".join(f"builtin:{b}" for b in BUILTINS)
-            + ")"
+            f"e.g. your Qwen3-Embedding-0.6B download, or one of {KNOWN})"
         )
     return name
 
