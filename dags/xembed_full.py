@@ -23,9 +23,12 @@ from pathlib import Path
 
 from airflow.sdk import Param, dag, task
 
+from schemas import defaults  # constants only: no Spark, no torch at parse time
+
 REPO = str(Path(__file__).resolve().parents[1])  # a path computation, no I/O at parse time
-P = "{{ params.%s }}"
-LAKE, WORK, MASTER, SEED = P % "lake", P % "work_dir", P % "spark_master", P % "seed"
+PARAM = "{{ params.%s }}"
+LAKE, WORK = PARAM % "lake", PARAM % "work_dir"
+MASTER, SEED = PARAM % "spark_master", PARAM % "seed"
 TAG = "{{ params.run_tag or ts_nodash }}"
 SUBMIT = f"spark-submit --master {MASTER} spark_jobs"
 PROFILE = "configs/{{ params.profile }}.yaml"
@@ -34,6 +37,7 @@ PROFILE_MODELS = {"cpu-e5": "builtin:me5-small", "cpu-small": "builtin:qwen3-tin
 BASE = "{{ params.base_model or " + repr(PROFILE_MODELS) + "[params.profile] }}"
 STEPS = "--max_steps {{ params.train_steps if params.train_steps > 0 else -1 }}"
 RETRIEVAL = f"{WORK}/retrieval"
+EVAL_INPUTS = f"{WORK}/evaluation"
 SHARDS = f"{WORK}/shards"
 MODELS = f"{WORK}/models"
 NO_RETRY = {"retries": 0}  # a data-quality failure is a finding, not a hiccup
@@ -53,14 +57,14 @@ def train(stage: str, data: str, out: str, extra: str = "") -> str:
 
 def encode(kind: str) -> str:
     return (
-        f"python -m trainer.encode --model {BASE} --retrieval {RETRIEVAL} --kind {kind} --lake {LAKE} "
+        f"python -m evaluation.encode --model {BASE} --retrieval {RETRIEVAL} --kind {kind} --lake {LAKE} "
         f"--encoder-name miner-{TAG} --max-length {{{{ params.eval_max_length }}}}"
     )
 
 
 def evaluate(model: str, name: str) -> str:
     return (
-        f"python -m trainer.evaluate --lake {LAKE} --model {model} --name {name} "
+        f"python -m evaluation.evaluate --lake {LAKE} --inputs {EVAL_INPUTS} --model {model} --name {name} "
         f"--run-id {name}-{TAG} --cutoffs {{{{ params.cutoffs }}}} --max-length {{{{ params.eval_max_length }}}}"
     )
 
@@ -98,15 +102,18 @@ def evaluate(model: str, name: str) -> str:
         ),
         "spark_master": Param("local[2]", type="string"),
         "seed": Param(7, type="integer"),
-        "eval_cutoff": Param("2025-01-01", type="string", format="date"),
+        "eval_cutoff": Param(defaults.EVAL_CUTOFF, type="string", format="date"),
         "mine_k": Param(
-            2000, type="integer", minimum=10, description="candidates per query view (paper: 2000)"
+            defaults.MINE_K,
+            type="integer",
+            minimum=10,
+            description="candidates per query view (paper: 2000)",
         ),
-        "validation_size": Param(2000, type="integer", minimum=1),
+        "validation_size": Param(defaults.VALIDATION_SIZE, type="integer", minimum=1),
         "train_steps": Param(
             0, type="integer", minimum=0, description="optimizer steps per training; 0: one epoch"
         ),
-        "cutoffs": Param("10,20,50,100,200,500", type="string"),
+        "cutoffs": Param(",".join(map(str, defaults.METRIC_CUTOFFS)), type="string"),
         "eval_max_length": Param(4096, type="integer", minimum=16),
         "run_tag": Param(
             "", type="string", description="suffix of run ids; empty: the logical date"
@@ -164,7 +171,7 @@ def xembed_full():
 
     @task.bash
     def bm25_index() -> str:
-        return f"python -m trainer.index bm25 --collections {RETRIEVAL}/bm25 --out {RETRIEVAL}/bm25_index"
+        return f"python -m evaluation.index bm25 --collections {RETRIEVAL}/bm25 --out {RETRIEVAL}/bm25_index"
 
     @task.bash
     def encode_candidates() -> str:
@@ -176,7 +183,7 @@ def xembed_full():
 
     @task.bash
     def faiss_index() -> str:
-        return f"python -m trainer.index faiss --lake {LAKE} --encoder miner-{TAG} --out {RETRIEVAL}/faiss"
+        return f"python -m evaluation.index faiss --lake {LAKE} --encoder miner-{TAG} --out {RETRIEVAL}/faiss"
 
     @task.bash
     def mine_candidates() -> str:
@@ -217,6 +224,10 @@ def xembed_full():
         return train("sft", "stage2", "sft", stage2_data)
 
     @task.bash
+    def prepare_evaluation() -> str:
+        return f"{SUBMIT}/prepare_evaluation.py --lake {LAKE} --out {EVAL_INPUTS}"
+
+    @task.bash
     def eval_bm25() -> str:
         return evaluate("bm25", "bm25")
 
@@ -240,8 +251,8 @@ def xembed_full():
     def report() -> str:
         runs = ",".join(f"{n}-{TAG}" for n in ("bm25", "base", "stage1", "sft", "xembed"))
         return (
-            f"python -m trainer.significance --lake {LAKE} --a sft-{TAG} --b xembed-{TAG} --permutations 2000 >&2"
-            f" && python -m trainer.report --lake {LAKE} --runs {runs} --compare sft-{TAG},xembed-{TAG}"
+            f"python -m evaluation.significance --lake {LAKE} --a sft-{TAG} --b xembed-{TAG} --permutations 2000 >&2"
+            f" && python -m evaluation.report --lake {LAKE} --runs {runs} --compare sft-{TAG},xembed-{TAG}"
             f" --out {LAKE}/reports/eval-{TAG}"
         )
 
@@ -274,7 +285,7 @@ def xembed_full():
         "sft": eval_sft(),
         "xembed": eval_xembed(),
     }
-    silver >> [evals["bm25"], evals["base"]]
+    silver >> prepare_evaluation() >> list(evals.values())
     stage1 >> evals["stage1"]
     sft >> evals["sft"]
     xembed >> evals["xembed"]

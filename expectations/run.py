@@ -1,6 +1,6 @@
 """Validate lake tables with their Great Expectations suites.
 
-    python -m expectations.run --lake ./lake --tables bronze/publications,silver/views
+    python -m expectations.run --lake data/lake --tables bronze/publications,silver/views
 
 Writes Data Docs HTML under <lake>/reports/<run_id>/ and one row per expectation result
 into the Delta table dq/results; exits 1 when a critical expectation fails.
@@ -17,6 +17,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from expectations.suites import SUITES, suite_for
+from lake import build_session, latest_version, table_exists, table_path, write_table
+from schemas import TABLES
+from schemas import table as table_spec
 
 SITE_NAME = "xembed_site"  # the ephemeral context already owns "local_site"
 
@@ -90,13 +93,7 @@ def validate(
     import great_expectations as gx
     from pyspark.sql import functions as F
 
-    from schemas import table as table_spec
-    from spark_jobs.lib.lake import latest_version, table_path, write_table
-
     docs = _docs_dir(lake, run_id, docs_dir)
-    from schemas import TABLES
-    from spark_jobs.lib.lake import table_exists
-
     for name in TABLES:  # cross-table expectations query these views
         if table_exists(spark, table_path(lake, name)):
             spark.read.format("delta").load(table_path(lake, name)).createOrReplaceTempView(
@@ -186,8 +183,6 @@ def main(argv: list[str] | None = None) -> int:
     run_id = args.run_id or f"dq-{datetime.now(UTC):%Y%m%dT%H%M%S}"
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
     logging.getLogger("great_expectations").setLevel(logging.WARNING)
-
-    from spark_jobs.lib.session import build_session
 
     spark = build_session("xembed-dq", args.master)
     rows = validate(spark, args.lake, tables, run_id, args.docs_dir)

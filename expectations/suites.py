@@ -6,9 +6,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 import great_expectations as gx
-from great_expectations import expectations as E
 
-from schemas.tables import VIEWS
+from schemas.defaults import VIEWS
 from spark_jobs.lib.languages import ISO_639_1
 
 LANGS = sorted(ISO_639_1)
@@ -29,31 +28,39 @@ def _w(expectation):
 def _key(*columns: str):
     if len(columns) == 1:
         return [
-            _c(E.ExpectColumnValuesToNotBeNull(column=columns[0])),
-            _c(E.ExpectColumnValuesToBeUnique(column=columns[0])),
+            _c(gx.expectations.ExpectColumnValuesToNotBeNull(column=columns[0])),
+            _c(gx.expectations.ExpectColumnValuesToBeUnique(column=columns[0])),
         ]
-    return [_c(E.ExpectColumnValuesToNotBeNull(column=c)) for c in columns] + [
-        _c(E.ExpectCompoundColumnsToBeUnique(column_list=list(columns)))
+    return [_c(gx.expectations.ExpectColumnValuesToNotBeNull(column=c)) for c in columns] + [
+        _c(gx.expectations.ExpectCompoundColumnsToBeUnique(column_list=list(columns)))
     ]
 
 
 def _not_empty():
-    return _c(E.ExpectTableRowCountToBeBetween(min_value=1))
+    return _c(gx.expectations.ExpectTableRowCountToBeBetween(min_value=1))
 
 
 def _dates(column: str, required: bool):
-    out = [_c(E.ExpectColumnValuesToBeBetween(column=column, min_value=EARLIEST, max_value=LATEST))]
+    out = [
+        _c(
+            gx.expectations.ExpectColumnValuesToBeBetween(
+                column=column, min_value=EARLIEST, max_value=LATEST
+            )
+        )
+    ]
     if column == "publication_date":  # nothing can be published in the future
         today = datetime.now(UTC).date().isoformat()
-        out.append(_c(E.ExpectColumnValuesToBeBetween(column=column, max_value=today)))
+        out.append(
+            _c(gx.expectations.ExpectColumnValuesToBeBetween(column=column, max_value=today))
+        )
     if required:
-        out.append(_c(E.ExpectColumnValuesToNotBeNull(column=column)))
+        out.append(_c(gx.expectations.ExpectColumnValuesToNotBeNull(column=column)))
     return out
 
 
 def _filed_before_published():
     return _c(
-        E.ExpectColumnPairValuesAToBeGreaterThanB(
+        gx.expectations.ExpectColumnPairValuesAToBeGreaterThanB(
             column_A="publication_date",
             column_B="filing_date",
             or_equal=True,
@@ -66,43 +73,56 @@ def bronze_publications():
     return [
         _not_empty(),
         *_key("publication_number"),
-        _c(E.ExpectColumnValuesToNotBeNull(column="family_id")),
+        _c(gx.expectations.ExpectColumnValuesToNotBeNull(column="family_id")),
         *_dates("publication_date", True),
         *_dates("filing_date", False),
         *_dates("priority_date", False),
         _filed_before_published(),
-        _c(E.ExpectColumnValuesToNotBeNull(column="record_hash")),
-        _w(E.ExpectColumnValuesToMatchRegex(column="country_code", regex=r"^[A-Z]{2}$")),
+        _c(gx.expectations.ExpectColumnValuesToNotBeNull(column="record_hash")),
+        _w(
+            gx.expectations.ExpectColumnValuesToMatchRegex(
+                column="country_code", regex=r"^[A-Z]{2}$"
+            )
+        ),
     ]
 
 
 def bronze_citations():
     return [
         *_key("citing", "citation_index"),
-        _c(E.ExpectColumnValuesToMatchRegex(column="category", regex=r"^[XYADEPLOT1]+$")),
-        _c(E.ExpectColumnValuesToNotBeNull(column="resolved")),
-        _c(E.ExpectColumnValuesToNotBeNull(column="is_x")),
+        _c(
+            gx.expectations.ExpectColumnValuesToMatchRegex(
+                column="category", regex=r"^[XYADEPLOT1]+$"
+            )
+        ),
+        _c(gx.expectations.ExpectColumnValuesToNotBeNull(column="resolved")),
+        _c(gx.expectations.ExpectColumnValuesToNotBeNull(column="is_x")),
     ]
 
 
 def quarantine():
     return [
-        _c(E.ExpectColumnValuesToNotBeNull(column=c)) for c in ("stage", "reason", "record")
-    ] + [_c(E.ExpectColumnValuesToBeInSet(column="stage", value_set=STAGES))]
+        _c(gx.expectations.ExpectColumnValuesToNotBeNull(column=c))
+        for c in ("stage", "reason", "record")
+    ] + [_c(gx.expectations.ExpectColumnValuesToBeInSet(column="stage", value_set=STAGES))]
 
 
 def silver_patents():
     return [
         _not_empty(),
         *_key("publication_number"),
-        _c(E.ExpectColumnValuesToNotBeNull(column="family_id")),
-        _c(E.ExpectColumnValuesToNotBeNull(column="languages")),
-        _c(E.ExpectColumnValuesToBeInSet(column="primary_lang", value_set=LANGS)),
+        _c(gx.expectations.ExpectColumnValuesToNotBeNull(column="family_id")),
+        _c(gx.expectations.ExpectColumnValuesToNotBeNull(column="languages")),
+        _c(gx.expectations.ExpectColumnValuesToBeInSet(column="primary_lang", value_set=LANGS)),
         *_dates("publication_date", True),
         *_dates("filing_date", False),
         _filed_before_published(),
-        _w(E.ExpectColumnValuesToBeInSet(column="ipc_section", value_set=list("ABCDEFGH"))),
-        _w(E.ExpectColumnValuesToNotBeNull(column="ipc_section", mostly=0.95)),
+        _w(
+            gx.expectations.ExpectColumnValuesToBeInSet(
+                column="ipc_section", value_set=list("ABCDEFGH")
+            )
+        ),
+        _w(gx.expectations.ExpectColumnValuesToNotBeNull(column="ipc_section", mostly=0.95)),
     ]
 
 
@@ -110,7 +130,7 @@ def silver_families():
     return [
         _not_empty(),
         *_key("family_id"),
-        _c(E.ExpectColumnValuesToBeBetween(column="n_members", min_value=1)),
+        _c(gx.expectations.ExpectColumnValuesToBeBetween(column="n_members", min_value=1)),
     ]
 
 
@@ -118,10 +138,10 @@ def silver_views():
     return [
         _not_empty(),
         *_key("publication_number", "lang", "view"),
-        _c(E.ExpectColumnValuesToBeInSet(column="view", value_set=list(VIEWS))),
-        _c(E.ExpectColumnValuesToBeInSet(column="lang", value_set=LANGS)),
-        _c(E.ExpectColumnValuesToNotBeNull(column="text")),
-        _c(E.ExpectColumnValuesToBeBetween(column="n_chars", min_value=1)),
+        _c(gx.expectations.ExpectColumnValuesToBeInSet(column="view", value_set=list(VIEWS))),
+        _c(gx.expectations.ExpectColumnValuesToBeInSet(column="lang", value_set=LANGS)),
+        _c(gx.expectations.ExpectColumnValuesToNotBeNull(column="text")),
+        _c(gx.expectations.ExpectColumnValuesToBeBetween(column="n_chars", min_value=1)),
     ]
 
 
@@ -129,18 +149,18 @@ def silver_claims():
     return [
         _not_empty(),
         *_key("publication_number", "lang", "claim_number"),
-        _c(E.ExpectColumnValuesToBeBetween(column="claim_number", min_value=1)),
-        _c(E.ExpectColumnValuesToNotBeNull(column="text")),
-        _c(E.ExpectColumnValuesToNotBeNull(column="independent")),
+        _c(gx.expectations.ExpectColumnValuesToBeBetween(column="claim_number", min_value=1)),
+        _c(gx.expectations.ExpectColumnValuesToNotBeNull(column="text")),
+        _c(gx.expectations.ExpectColumnValuesToNotBeNull(column="independent")),
     ]
 
 
 def silver_eval_queries():
     return [
         *_key("publication_number"),
-        _c(E.ExpectColumnValuesToNotBeNull(column="family_id")),
-        _c(E.ExpectColumnValuesToBeInSet(column="lang", value_set=LANGS)),
-        _c(E.ExpectColumnValuesToBeBetween(column="n_x_cited", min_value=1)),
+        _c(gx.expectations.ExpectColumnValuesToNotBeNull(column="family_id")),
+        _c(gx.expectations.ExpectColumnValuesToBeInSet(column="lang", value_set=LANGS)),
+        _c(gx.expectations.ExpectColumnValuesToBeBetween(column="n_x_cited", min_value=1)),
         *_dates("filing_date", True),
     ]
 
@@ -166,7 +186,7 @@ _EXCLUDED_ID_ARRAY = (
 def _rows(description: str, where: str):
     """Critical: no row of the batch may match ``where``."""
     return _c(
-        E.UnexpectedRowsExpectation(
+        gx.expectations.UnexpectedRowsExpectation(
             unexpected_rows_query=f"SELECT * FROM {{batch}} WHERE {where}", description=description
         )
     )
@@ -177,13 +197,19 @@ def gold_stage1_pairs():
         _not_empty(),
         *_key("pair_type", "anchor_id", "anchor_lang", "positive_id", "positive_lang"),
         _c(
-            E.ExpectColumnValuesToBeInSet(
+            gx.expectations.ExpectColumnValuesToBeInSet(
                 column="pair_type",
                 value_set=["ABS-CLAIM", "CLAIM-DESC", "ABS-ABS", "CLAIM-CLAIM", "ABS-FIC"],
             )
         ),
-        _c(E.ExpectColumnValuesToBeInSet(column="anchor_view", value_set=list(VIEWS))),
-        _c(E.ExpectColumnValuesToBeInSet(column="positive_view", value_set=list(VIEWS))),
+        _c(
+            gx.expectations.ExpectColumnValuesToBeInSet(column="anchor_view", value_set=list(VIEWS))
+        ),
+        _c(
+            gx.expectations.ExpectColumnValuesToBeInSet(
+                column="positive_view", value_set=list(VIEWS)
+            )
+        ),
         _rows(
             "a pair joins two different views",
             "anchor_id = positive_id AND anchor_lang = positive_lang "
@@ -198,16 +224,19 @@ def gold_stage1_pairs():
 
 
 def gold_stage1_stats():
-    return [_not_empty(), _c(E.ExpectColumnValuesToBeBetween(column="n_pairs", min_value=1))]
+    return [
+        _not_empty(),
+        _c(gx.expectations.ExpectColumnValuesToBeBetween(column="n_pairs", min_value=1)),
+    ]
 
 
 def gold_stage2_candidates():
     return [
         _not_empty(),
         *_key("query_id", "query_view", "cand_id"),
-        _c(E.ExpectColumnValuesToNotBeNull(column="dense_score")),
-        _c(E.ExpectColumnValuesToBeBetween(column="bm25_rank", min_value=1)),
-        _c(E.ExpectColumnValuesToBeBetween(column="n_available", min_value=1)),
+        _c(gx.expectations.ExpectColumnValuesToNotBeNull(column="dense_score")),
+        _c(gx.expectations.ExpectColumnValuesToBeBetween(column="bm25_rank", min_value=1)),
+        _c(gx.expectations.ExpectColumnValuesToBeBetween(column="n_available", min_value=1)),
         _rows("no evaluation family among candidates", f"cand_id IN ({_EXCLUDED_IDS})"),
     ]
 
@@ -247,7 +276,7 @@ def _examples(validation: bool):
 def gold_stage2_dropped():
     return [
         _c(
-            E.ExpectColumnValuesToBeInSet(
+            gx.expectations.ExpectColumnValuesToBeInSet(
                 column="reason",
                 value_set=[
                     "no_candidate_after_filters",

@@ -115,8 +115,6 @@ SILVER_FAMILIES = TableSpec(
     keys=("family_id",),
 )
 
-VIEWS = ("ABS", "CLAIM", "DESC", "TAC", "FIC")
-
 SILVER_VIEWS = TableSpec(
     "silver/views",
     "One text view (ABS, CLAIM, DESC, TAC, FIC) of a patent in one language.",

@@ -1,6 +1,6 @@
 """Build Stage I weakly supervised pairs (gold/stage1_pairs) and their counts (gold/stage1_stats).
 
-spark-submit spark_jobs/build_pairs.py --lake ./lake [--recipe xembed|r3] [--max-pairs N] [--seed S]
+spark-submit spark_jobs/build_pairs.py --lake data/lake [--recipe xembed|r3] [--max-pairs N] [--seed S]
 """
 
 from __future__ import annotations
@@ -10,10 +10,9 @@ import sys
 from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 
-from spark_jobs.lib import pairs as P
-from spark_jobs.lib.lake import JobRun
+from lake import JobRun, build_session, job_arguments, positive_int
+from spark_jobs.lib import pairs as pair_rules
 from spark_jobs.lib.leakage import write_audited
-from spark_jobs.lib.session import build_session, job_arguments, positive_int
 
 
 def run(
@@ -33,28 +32,32 @@ def run(
         "seed": seed,
     }
     with JobRun(spark, lake, "build_pairs", args, run_id) as job:
-        views = P.training_views(job.read("silver/views"), job.read("silver/excluded_families"))
-        candidates = P.candidate_pairs(P.view_keys(views), recipe).persist(
+        views = pair_rules.training_views(
+            job.read("silver/views"), job.read("silver/excluded_families")
+        )
+        candidates = pair_rules.candidate_pairs(pair_rules.view_keys(views), recipe).persist(
             StorageLevel.MEMORY_AND_DISK
         )
-        distinct = P.drop_identical(candidates)
-        deduped = P.drop_duplicate_texts(distinct).persist(StorageLevel.MEMORY_AND_DISK)
+        distinct = pair_rules.drop_identical(candidates)
+        deduped = pair_rules.drop_duplicate_texts(distinct).persist(StorageLevel.MEMORY_AND_DISK)
         pairs = deduped
         if family_cap:
-            pairs = P.cap_per_family(pairs, family_cap, seed)
+            pairs = pair_rules.cap_per_family(pairs, family_cap, seed)
         counts = {r["pair_type"]: r["count"] for r in pairs.groupBy("pair_type").count().collect()}
         if max_pairs is not None:
-            pairs = P.sample_pairs(pairs, P.quotas(counts, max_pairs), counts, seed)
+            pairs = pair_rules.sample_pairs(
+                pairs, pair_rules.quotas(counts, max_pairs), counts, seed
+            )
 
         write_audited(
             job,
-            pairs.select(*P.PAIR_COLUMNS),
+            pairs.select(*pair_rules.PAIR_COLUMNS),
             "gold/stage1_pairs",
             id_columns=("anchor_id", "positive_id"),
             family_columns=("family_id",),
         )
         written = job.read("gold/stage1_pairs")
-        job.write(P.stats(written), "gold/stage1_stats")
+        job.write(pair_rules.stats(written), "gold/stage1_stats")
 
         job.count("pairs_candidates", candidates.count())
         job.count("dropped_identical_text", job.metrics["pairs_candidates"] - distinct.count())
@@ -86,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = job_arguments(__doc__.splitlines()[0])
     parser.add_argument(
         "--recipe",
-        choices=sorted(P.RECIPES),
+        choices=sorted(pair_rules.RECIPES),
         default="xembed",
         help="xembed: ABS-CLAIM, CLAIM-DESC, ABS-ABS, CLAIM-CLAIM; r3: ABS-FIC",
     )

@@ -1,6 +1,6 @@
 """Build Stage II examples (query view, X positive, 8 negatives) and the validation split.
 
-    spark-submit spark_jobs/build_triplets.py --lake ./lake [--seed 13] [--validation-size 2000]
+    spark-submit spark_jobs/build_triplets.py --lake data/lake [--seed 13] [--validation-size 2000]
 
 Reads gold/stage2_candidates (from mine_candidates) and writes gold/stage2_examples,
 gold/stage2_validation and gold/stage2_dropped; the leakage audit runs on both outputs.
@@ -14,11 +14,11 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from spark_jobs.lib import retrieval as R
-from spark_jobs.lib import triplets as T
-from spark_jobs.lib.lake import JobRun
+from lake import JobRun, build_session, job_arguments, positive_int
+from schemas import defaults
+from spark_jobs.lib import retrieval as retrieval_inputs
+from spark_jobs.lib import triplets as triplet_rules
 from spark_jobs.lib.leakage import write_audited
-from spark_jobs.lib.session import build_session, job_arguments, positive_int
 
 _AUDIT = {
     "id_columns": ("query_id", "positive_id"),
@@ -40,7 +40,7 @@ def run(
     spark: SparkSession,
     lake: str,
     seed: int = 13,
-    validation_size: int = 2000,
+    validation_size: int = defaults.VALIDATION_SIZE,
     run_id: str | None = None,
     args: dict | None = None,
 ) -> dict[str, int]:
@@ -50,51 +50,71 @@ def run(
         excluded = job.read("silver/excluded_families")
         citations = job.read("bronze/citations")
         candidates = job.read("gold/stage2_candidates")
-        pool_ids = R.candidates(patents, R.pool_tac(job.read("silver/views"), excluded))
-        positives = R.positives(patents, citations, pool_ids).join(
+        pool_ids = retrieval_inputs.candidates(
+            patents, retrieval_inputs.pool_tac(job.read("silver/views"), excluded)
+        )
+        positives = retrieval_inputs.positives(patents, citations, pool_ids).join(
             pool_ids.select(F.col("id").alias("positive_id"), F.col("lang").alias("positive_lang")),
             "positive_id",
         )
-        queries = T.query_info(patents)
-        cands = T.candidate_info(patents, pool_ids)
-        pos = T.positive_sets(positives)
+        queries = triplet_rules.query_info(patents)
+        cands = triplet_rules.candidate_info(patents, pool_ids)
+        pos = triplet_rules.positive_sets(positives)
 
-        filtered = T.filter_candidates(candidates, queries, cands, pos)
-        sampled = T.sample_strata(T.stratify(filtered), seed).persist(StorageLevel.MEMORY_AND_DISK)
-        corners = T.corner_counts(sampled)
-        kept_views = corners.where(F.col("corners") >= T.MIN_CORNER).select(*T._QV)
-        a_rows = T.allowed(T.a_citation_rows(citations), queries, cands, pos).select(
-            "query_id", "cand_id", "cand_lang", "cand_family_id"
+        filtered = triplet_rules.filter_candidates(candidates, queries, cands, pos)
+        sampled = triplet_rules.sample_strata(triplet_rules.stratify(filtered), seed).persist(
+            StorageLevel.MEMORY_AND_DISK
         )
-        pool_rows = T.pool(sampled.join(kept_views, list(T._QV), "left_semi"), a_rows, kept_views)
+        corners = triplet_rules.corner_counts(sampled)
+        kept_views = corners.where(F.col("corners") >= triplet_rules.MIN_CORNER).select(
+            *triplet_rules._QV
+        )
+        a_rows = triplet_rules.allowed(
+            triplet_rules.a_citation_rows(citations), queries, cands, pos
+        ).select("query_id", "cand_id", "cand_lang", "cand_family_id")
+        pool_rows = triplet_rules.pool(
+            sampled.join(kept_views, list(triplet_rules._QV), "left_semi"), a_rows, kept_views
+        )
         query_langs = (
-            candidates.select(*T._QV, "query_lang")
+            candidates.select(*triplet_rules._QV, "query_lang")
             .distinct()
             .join(queries.select("query_id", "query_family_id"), "query_id")
         )
-        full = T.examples(pool_rows, positives, query_langs, seed).persist(
+        full = triplet_rules.examples(pool_rows, positives, query_langs, seed).persist(
             StorageLevel.MEMORY_AND_DISK
         )
-        complete = full.where(F.size("negative_ids") == T.NEGATIVES)
-        training, validation, overlapping = T.split_validation(complete, validation_size, seed)
+        complete = full.where(F.size("negative_ids") == triplet_rules.NEGATIVES)
+        training, validation, overlapping = triplet_rules.split_validation(
+            complete, validation_size, seed
+        )
 
         write_audited(job, training, "gold/stage2_examples", **_AUDIT)
         write_audited(job, validation, "gold/stage2_validation", **_AUDIT)
 
-        all_views = candidates.select(*T._QV).distinct()
+        all_views = candidates.select(*triplet_rules._QV).distinct()
         drops = [
             _dropped(
-                all_views.join(filtered.select(*T._QV).distinct(), list(T._QV), "left_anti"),
+                all_views.join(
+                    filtered.select(*triplet_rules._QV).distinct(),
+                    list(triplet_rules._QV),
+                    "left_anti",
+                ),
                 "no_candidate_after_filters",
             ),
-            _dropped(corners.where(F.col("corners") < T.MIN_CORNER), "corner_strata_below_6"),
             _dropped(
-                full.where(F.size("negative_ids") < T.NEGATIVES).groupBy(*T._QV).count(),
+                corners.where(F.col("corners") < triplet_rules.MIN_CORNER), "corner_strata_below_6"
+            ),
+            _dropped(
+                full.where(F.size("negative_ids") < triplet_rules.NEGATIVES)
+                .groupBy(*triplet_rules._QV)
+                .count(),
                 "fewer_than_8_negatives",
                 F.col("count"),
             ),
             _dropped(
-                overlapping.groupBy(*T._QV).count(), "labelled_family_in_validation", F.col("count")
+                overlapping.groupBy(*triplet_rules._QV).count(),
+                "labelled_family_in_validation",
+                F.col("count"),
             ),
         ]
         dropped = drops[0]
@@ -139,7 +159,7 @@ def _summary(job: JobRun) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = job_arguments(__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=13)
-    parser.add_argument("--validation-size", type=positive_int, default=2000)
+    parser.add_argument("--validation-size", type=positive_int, default=defaults.VALIDATION_SIZE)
     args = parser.parse_args(argv)
     spark = build_session("xembed-build-triplets", args.master)
     run(spark, args.lake, args.seed, args.validation_size, args.run_id, vars(args))

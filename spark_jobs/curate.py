@@ -1,6 +1,6 @@
 """Curate bronze into silver: patents, families, views (ABS, CLAIM, DESC, TAC, FIC), claims.
 
-spark-submit spark_jobs/curate.py --lake ./lake
+spark-submit spark_jobs/curate.py --lake data/lake
 """
 
 from __future__ import annotations
@@ -12,9 +12,8 @@ from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from spark_jobs.lib import curate as C
-from spark_jobs.lib.lake import JobRun
-from spark_jobs.lib.session import build_session, job_arguments
+from lake import JobRun, build_session, job_arguments
+from spark_jobs.lib import curate as curation
 
 
 def run(
@@ -23,17 +22,17 @@ def run(
     now = datetime.now(UTC)
     with JobRun(spark, lake, "curate", args, run_id) as job:
         publications = job.read("bronze/publications")
-        texts = C.with_parsed_claims(C.best_texts(publications)).persist(
+        texts = curation.with_parsed_claims(curation.best_texts(publications)).persist(
             StorageLevel.MEMORY_AND_DISK
         )
 
-        job.write(C.views(texts), "silver/views")
+        job.write(curation.views(texts), "silver/views")
         view_rows = job.read("silver/views")
-        job.write(C.claims(texts), "silver/claims")
-        job.write(C.patents(publications, view_rows), "silver/patents")
+        job.write(curation.claims(texts), "silver/claims")
+        job.write(curation.patents(publications, view_rows), "silver/patents")
         patent_rows = job.read("silver/patents")
-        job.write(C.families(patent_rows), "silver/families")
-        job.write_quarantine(C.without_views(publications, view_rows, now))
+        job.write(curation.families(patent_rows), "silver/families")
+        job.write_quarantine(curation.without_views(publications, view_rows, now))
         texts.unpersist()
 
         job.count("publications_in", publications.count())

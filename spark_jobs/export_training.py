@@ -1,6 +1,6 @@
 """Export a training dataset from the lake into streamable shards with a manifest.
 
-    spark-submit spark_jobs/export_training.py --lake ./lake --dataset stage1|stage2|stage2_validation \
+    spark-submit spark_jobs/export_training.py --lake data/lake --dataset stage1|stage2|stage2_validation \
         --format parquet|swift_jsonl --out DIR [--rows-per-shard N] [--max-chars N]
 """
 
@@ -10,9 +10,8 @@ import sys
 
 from pyspark.sql import SparkSession
 
-from spark_jobs.lib import export as X
-from spark_jobs.lib.lake import JobRun
-from spark_jobs.lib.session import build_session, job_arguments, positive_int
+from lake import JobRun, build_session, job_arguments, positive_int
+from spark_jobs.lib import export as export_rules
 
 _STAGE2_KEYS = ("query_id", "query_view", "positive_id")
 DATASETS = {
@@ -52,13 +51,13 @@ def run(
     }
     with JobRun(spark, lake, "export_training", args, run_id) as job:
         if dataset == "stage1":
-            rows = X.stage1_rows(job.read(table), job.read("silver/views"), max_chars)
+            rows = export_rules.stage1_rows(job.read(table), job.read("silver/views"), max_chars)
         else:
-            rows = X.stage2_rows(
+            rows = export_rules.stage2_rows(
                 job.read(table), job.read("silver/views"), job.read("silver/patents"), max_chars
             )
-        shards = X.write_shards(spark, rows, out, fmt, rows_per_shard, seed, keys)
-        counts, content_hash = X.shard_counts_and_hash(spark, out, fmt)
+        shards = export_rules.write_shards(spark, rows, out, fmt, rows_per_shard, seed, keys)
+        counts, content_hash = export_rules.shard_counts_and_hash(spark, out, fmt)
         manifest = {
             "dataset": dataset,
             "format": fmt,
@@ -74,7 +73,7 @@ def run(
             "seed": seed,
             "run_id": job.run_id,
         }
-        X.write_manifest(spark, out, manifest)
+        export_rules.write_manifest(spark, out, manifest)
         job.count("rows", manifest["rows"])
         job.count("shards", len(shards))
         job.info(
@@ -87,7 +86,7 @@ def run(
 def main(argv: list[str] | None = None) -> int:
     parser = job_arguments(__doc__.splitlines()[0])
     parser.add_argument("--dataset", choices=sorted(DATASETS), required=True)
-    parser.add_argument("--format", choices=X.FORMATS, default="parquet")
+    parser.add_argument("--format", choices=export_rules.FORMATS, default="parquet")
     parser.add_argument("--out", required=True, help="output folder (any Spark URI)")
     parser.add_argument("--rows-per-shard", type=positive_int, default=100_000)
     parser.add_argument(

@@ -11,6 +11,8 @@ import dataclasses
 import json
 import sys
 
+from lake import build_session
+from spark_jobs.lib.sample.generate import generate
 from spark_jobs.lib.sample.plan import DIFFICULTY_PRESETS, Difficulty
 
 # flag -> (Difficulty field, type, help); unset flags take the --difficulty preset's value
@@ -79,9 +81,6 @@ def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, Diffi
 
 def main(argv: list[str] | None = None) -> int:
     args, difficulty = parse_args(argv)
-
-    from spark_jobs.lib.sample.generate import generate
-    from spark_jobs.lib.session import build_session
 
     spark = build_session("xembed-generate-sample", args.master)
     manifest = generate(

@@ -1,6 +1,6 @@
 """Ingest a raw export into bronze/publications, bronze/citations and quarantine.
 
-spark-submit spark_jobs/ingest.py --lake ./lake --input data/sample --format google_patents
+spark-submit spark_jobs/ingest.py --lake data/lake --input data/sample --format google_patents
 """
 
 from __future__ import annotations
@@ -12,9 +12,8 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from spark_jobs.lib import ingest as I
-from spark_jobs.lib.lake import JobRun
-from spark_jobs.lib.session import build_session, job_arguments
+from lake import JobRun, build_session, job_arguments
+from spark_jobs.lib import ingest as ingestion
 
 FORMATS = ("google_patents", "canonical")
 
@@ -34,12 +33,12 @@ def run(
     with JobRun(spark, lake, "ingest", args or {"input": input_path, "format": fmt}, run_id) as job:
         canonical_cites = None
         if fmt == "google_patents":
-            records = I.parse_google_patents(I.read_lines(spark, input_path))
+            records = ingestion.parse_google_patents(ingestion.read_lines(spark, input_path))
         else:
-            records, canonical_cites = I.read_canonical(spark, input_path)
+            records, canonical_cites = ingestion.read_canonical(spark, input_path)
 
-        validated = I.with_validation(records).persist(StorageLevel.MEMORY_AND_DISK)
-        checked = I.split_duplicates(validated.where(F.col("reason").isNull()))
+        validated = ingestion.with_validation(records).persist(StorageLevel.MEMORY_AND_DISK)
+        checked = ingestion.split_duplicates(validated.where(F.col("reason").isNull()))
         keep = checked.where(F.col("duplicate").isNull())
         conflicts = (
             checked.where(F.col("duplicate") == "conflict")
@@ -48,17 +47,17 @@ def run(
         )
         rejected = validated.where(F.col("reason").isNotNull()).unionByName(conflicts)
 
-        job.write(I.to_bronze_publications(keep, fmt, ingested_at), "bronze/publications")
+        job.write(ingestion.to_bronze_publications(keep, fmt, ingested_at), "bronze/publications")
         publications = job.read("bronze/publications")
 
-        quarantine = I.to_quarantine(rejected, ingested_at)
+        quarantine = ingestion.to_quarantine(rejected, ingested_at)
         if canonical_cites is not None:
             cites, orphans = _canonical_citations(canonical_cites, publications, ingested_at)
             quarantine = quarantine.unionByName(orphans)
         else:
-            cites = I.explode_citations(keep)
+            cites = ingestion.explode_citations(keep)
         job.write_quarantine(quarantine)
-        job.write(I.resolve_citations(cites, publications), "bronze/citations")
+        job.write(ingestion.resolve_citations(cites, publications), "bronze/citations")
 
         _count(job, validated, checked, publications)
         validated.unpersist()
@@ -84,7 +83,7 @@ def _canonical_citations(raw: DataFrame, publications: DataFrame, ingested_at):
         F.lit(ingested_at).cast("timestamp").alias("ingested_at"),
         F.lit(None).cast("string").alias("stage"),
     )
-    return I.canonical_citations(keyed.where(F.col("reason").isNull())), orphans
+    return ingestion.canonical_citations(keyed.where(F.col("reason").isNull())), orphans
 
 
 def _count(job: JobRun, validated: DataFrame, checked: DataFrame, publications: DataFrame) -> None:

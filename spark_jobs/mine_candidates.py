@@ -1,6 +1,6 @@
 """Mine Stage II candidates: BM25 (query-language index) united with dense (FAISS) retrieval.
 
-    spark-submit spark_jobs/mine_candidates.py --lake ./lake --retrieval ./retrieval \\
+    spark-submit spark_jobs/mine_candidates.py --lake data/lake --retrieval ./retrieval \\
         --encoder miner [--k 2000]
 
 For every training query view (retrieval/queries, embeddings in index/embeddings with
@@ -21,8 +21,9 @@ import pandas as pd
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from spark_jobs.lib.lake import JobRun
-from spark_jobs.lib.session import build_session, job_arguments, positive_int
+from lake import JobRun, build_session, job_arguments, positive_int
+from retrieval.search import Bm25, DenseIndex, union_candidates
+from schemas import defaults
 
 OUTPUT_SCHEMA = (
     "query_id string, query_view string, query_lang string, cand_id string, "
@@ -34,8 +35,6 @@ _OPEN: dict = {}  # indexes opened in this Python worker, by path
 def _open(kind: str, path: str):
     key = (kind, path)
     if key not in _OPEN:
-        from trainer.retrieval import Bm25, DenseIndex
-
         _OPEN[key] = Bm25(path) if kind == "bm25" else DenseIndex.load(path)
     return _OPEN[key]
 
@@ -44,8 +43,6 @@ def mine(
     batches: Iterator[pd.DataFrame], retrieval: str, k: int, bm25_chars: int
 ) -> Iterator[pd.DataFrame]:
     """mapInPandas body: query views in, candidate rows out."""
-    from trainer.retrieval import union_candidates
-
     dense = _open("dense", f"{retrieval}/faiss")
     bm25 = _open("bm25", f"{retrieval}/bm25_index")
     for frame in batches:
@@ -95,8 +92,8 @@ def run(
     lake: str,
     retrieval: str,
     encoder: str,
-    k: int = 2000,
-    bm25_chars: int = 2000,
+    k: int = defaults.MINE_K,
+    bm25_chars: int = defaults.BM25_QUERY_CHARS,
     partitions: int | None = None,
     run_id: str | None = None,
     args: dict | None = None,
@@ -137,16 +134,19 @@ def run(
 def main(argv: list[str] | None = None) -> int:
     parser = job_arguments(__doc__.splitlines()[0])
     parser.add_argument(
-        "--retrieval", required=True, help="folder from prepare_retrieval + trainer.index"
+        "--retrieval", required=True, help="folder from prepare_retrieval + evaluation.index"
     )
     parser.add_argument(
         "--encoder", required=True, help="encoder name of the embeddings in index/embeddings"
     )
     parser.add_argument(
-        "--k", type=positive_int, default=2000, help="unique candidates per query view"
+        "--k", type=positive_int, default=defaults.MINE_K, help="unique candidates per query view"
     )
     parser.add_argument(
-        "--bm25-chars", type=int, default=2000, help="characters of the query text BM25 uses"
+        "--bm25-chars",
+        type=int,
+        default=defaults.BM25_QUERY_CHARS,
+        help="characters of the query text BM25 uses",
     )
     parser.add_argument("--partitions", type=int, default=None)
     args = parser.parse_args(argv)

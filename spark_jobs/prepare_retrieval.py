@@ -1,6 +1,6 @@
 """Export the Stage II retrieval inputs: BM25 collections, candidate TACs, training queries.
 
-    spark-submit spark_jobs/prepare_retrieval.py --lake ./lake --out ./retrieval
+    spark-submit spark_jobs/prepare_retrieval.py --lake data/lake --out ./retrieval
 
 Writes under --out: bm25/<lang>/part-*.json (Pyserini JsonCollection), candidates/ and
 queries/ (Parquet, for the encoder) and _manifest.json (counts, Delta versions read).
@@ -12,12 +12,9 @@ import json
 import sys
 
 from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
 
-from spark_jobs.lib import fs
-from spark_jobs.lib import retrieval as R
-from spark_jobs.lib.lake import JobRun
-from spark_jobs.lib.session import build_session, job_arguments
+from lake import JobRun, build_session, fs, job_arguments
+from spark_jobs.lib import retrieval as retrieval_inputs
 
 
 def run(
@@ -28,28 +25,19 @@ def run(
         views = job.read("silver/views")
         excluded = job.read("silver/excluded_families")
         citations = job.read("bronze/citations")
-        tac = R.pool_tac(views, excluded).persist()
-        pool = R.candidates(patents, tac)
+        tac = retrieval_inputs.pool_tac(views, excluded).persist()
+        pool = retrieval_inputs.candidates(patents, tac)
         pool.write.mode("overwrite").parquet(f"{out}/candidates")
-        docs = R.bm25_documents(tac)
-        langs = sorted(r["lang"] for r in docs.select("lang").distinct().collect())
-        for lang in langs:
-            (
-                docs.where(F.col("lang") == lang)
-                .drop("lang")
-                .repartition(2)
-                .write.mode("overwrite")
-                .json(f"{out}/bm25/{lang}")
-            )
+        bm25_documents = retrieval_inputs.write_bm25_collections(tac, f"{out}/bm25")
         pool_ids = spark.read.parquet(f"{out}/candidates")
-        positives = R.positives(patents, citations, pool_ids)
-        R.training_queries(views, excluded, patents, positives).write.mode("overwrite").parquet(
-            f"{out}/queries"
-        )
+        positives = retrieval_inputs.positives(patents, citations, pool_ids)
+        retrieval_inputs.training_queries(views, excluded, patents, positives).write.mode(
+            "overwrite"
+        ).parquet(f"{out}/queries")
         queries = spark.read.parquet(f"{out}/queries")
         manifest = {
             "candidates": pool_ids.count(),
-            "bm25_documents": {lang: docs.where(F.col("lang") == lang).count() for lang in langs},
+            "bm25_documents": bm25_documents,
             "query_views": queries.count(),
             "query_patents": queries.select("query_id").distinct().count(),
             "delta_versions": dict(job.inputs),

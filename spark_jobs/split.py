@@ -1,6 +1,6 @@
 """Split off evaluation queries and exclude their whole families from training.
 
-spark-submit spark_jobs/split.py --lake ./lake --eval-cutoff 2025-01-01
+spark-submit spark_jobs/split.py --lake data/lake --eval-cutoff 2025-01-01
 """
 
 from __future__ import annotations
@@ -11,12 +11,10 @@ from datetime import date
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from spark_jobs.lib import split as S
-from spark_jobs.lib.lake import JobRun
+from lake import JobRun, build_session, job_arguments
+from schemas import defaults
+from spark_jobs.lib import split as splitting
 from spark_jobs.lib.leakage import LeakageError
-from spark_jobs.lib.session import build_session, job_arguments
-
-DEFAULT_CUTOFF = "2025-01-01"
 
 
 def run(
@@ -29,9 +27,9 @@ def run(
     with JobRun(spark, lake, "split", args or {"eval_cutoff": str(cutoff)}, run_id) as job:
         patents = job.read("silver/patents")
         citations = job.read("bronze/citations")
-        job.write(S.eval_queries(patents, citations, cutoff), "silver/eval_queries")
+        job.write(splitting.eval_queries(patents, citations, cutoff), "silver/eval_queries")
         queries = job.read("silver/eval_queries")
-        job.write(S.excluded_families(queries), "silver/excluded_families")
+        job.write(splitting.excluded_families(queries), "silver/excluded_families")
         excluded = job.read("silver/excluded_families")
 
         # Self-check: every query family is excluded, with all of its members.
@@ -56,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = job_arguments(__doc__.splitlines()[0])
     parser.add_argument(
         "--eval-cutoff",
-        default=DEFAULT_CUTOFF,
+        default=defaults.EVAL_CUTOFF,
         type=date.fromisoformat,
         help="queries are patents filed on/after this date (YYYY-MM-DD)",
     )

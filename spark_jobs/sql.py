@@ -1,7 +1,7 @@
 """Query the lake's Delta tables by name with spark-sql.
 
-    python -m spark_jobs.sql --lake lake                      # interactive spark-sql shell
-    python -m spark_jobs.sql --lake lake -e "SELECT * FROM eval_metrics LIMIT 5"
+    python -m spark_jobs.sql --lake data/lake                      # interactive spark-sql shell
+    python -m spark_jobs.sql --lake data/lake -e "SELECT * FROM eval_metrics LIMIT 5"
 
 Every table under the lake root is registered as a temporary view named after its path
 (eval/metrics -> eval_metrics, silver/patents -> silver_patents); nothing is written to a

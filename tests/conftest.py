@@ -18,7 +18,7 @@ os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1")
 
 @pytest.fixture(scope="session")
 def spark():
-    from spark_jobs.lib.session import build_session
+    from lake import build_session
 
     session = build_session(
         "xembed-tests",
@@ -56,8 +56,8 @@ def pipeline(spark, tmp_path_factory):
 @pytest.fixture(scope="session")
 def stage2(spark, pipeline, tmp_path_factory):
     """The Stage II chain on the pipeline lake with the untrained tiny Qwen3 as mining encoder."""
+    from evaluation import encode, index
     from spark_jobs import build_triplets, mine_candidates, prepare_retrieval
-    from trainer import encode, index
 
     _, _, lake, _ = pipeline
     retrieval = str(tmp_path_factory.mktemp("retrieval"))

@@ -3,7 +3,7 @@ import random
 import pytest
 
 from spark_jobs.lib.claims import first_independent_claim, parse_references, split_claims
-from spark_jobs.lib.sample import plan as P
+from spark_jobs.lib.sample import plan as sample_plan
 from spark_jobs.lib.sample.claims_plan import claim_plan
 from spark_jobs.lib.sample.render import render_patent
 
@@ -81,9 +81,9 @@ def test_first_independent_claim_skips_dependents():
 
 @pytest.mark.parametrize("lang", ["en", "zh", "ja"])
 def test_generated_claims_parse_back_to_their_plan(lang):
-    plan = P.build_plan(11, 120)
+    plan = sample_plan.build_plan(11, 120)
     for family in range(plan.n_families):
-        inv = P.invention(plan, family)
+        inv = sample_plan.invention(plan, family)
         structure = claim_plan(inv, random.Random(family))
         text = render_patent(inv, structure, lang, random.Random(family + 1))["claims"]
         assert deps(text, lang) == [(c.number, c.parents) for c in structure], text

@@ -4,9 +4,9 @@ from datetime import date
 
 import pytest
 
-from spark_jobs.lib import curate as C
-from spark_jobs.lib import ingest as I
-from spark_jobs.lib import split as S
+from spark_jobs.lib import curate as curation
+from spark_jobs.lib import ingest as ingestion
+from spark_jobs.lib import split as splitting
 from spark_jobs.lib.leakage import LeakageError, audit_no_leakage
 from tests.conftest import gp_record, lines_frame
 
@@ -14,8 +14,8 @@ pytestmark = pytest.mark.spark
 
 
 def bronze(spark, records):
-    parsed = I.with_validation(I.parse_google_patents(lines_frame(spark, records)))
-    return I.to_bronze_publications(parsed, "google_patents", "2026-01-01 00:00:00")
+    parsed = ingestion.with_validation(ingestion.parse_google_patents(lines_frame(spark, records)))
+    return ingestion.to_bronze_publications(parsed, "google_patents", "2026-01-01 00:00:00")
 
 
 def test_best_text_prefers_complete_and_longest_entry_per_language(spark):
@@ -25,7 +25,7 @@ def test_best_text_prefers_complete_and_longest_entry_per_language(spark):
         {"text": "完整摘要", "language": "zh", "truncated": False},
         {"text": "English <b>abstract</b>\t text", "language": "en", "truncated": False},
     ]
-    texts = {r["lang"]: r for r in C.best_texts(bronze(spark, [record])).collect()}
+    texts = {r["lang"]: r for r in curation.best_texts(bronze(spark, [record])).collect()}
     assert texts["zh"]["abstract"] == "完整摘要"
     assert texts["en"]["abstract"] == "English abstract text"
     assert texts["en"]["claims"] is None
@@ -35,22 +35,22 @@ def test_views_and_claim_graph(spark):
     record = gp_record(
         claims="1. A cup.\n2. The cup of claim 1.\n3. A saucer.", abstract="An abstract."
     )
-    texts = C.with_parsed_claims(C.best_texts(bronze(spark, [record])))
-    views = {r["view"]: r["text"] for r in C.views(texts).collect()}
+    texts = curation.with_parsed_claims(curation.best_texts(bronze(spark, [record])))
+    views = {r["view"]: r["text"] for r in curation.views(texts).collect()}
     assert set(views) == {"ABS", "CLAIM", "DESC", "TAC", "FIC"}
     assert views["TAC"] == "A title\nAn abstract.\n1. A cup.\n2. The cup of claim 1.\n3. A saucer."
     assert views["FIC"] == "A cup."
     graph = sorted(
         (r["claim_number"], r["independent"], list(r["depends_on"]))
-        for r in C.claims(texts).collect()
+        for r in curation.claims(texts).collect()
     )
     assert graph == [(1, True, []), (2, False, [1]), (3, True, [])]
 
 
 def test_title_and_description_only_has_no_tac(spark):
     record = gp_record(abstract="", claims="")
-    texts = C.with_parsed_claims(C.best_texts(bronze(spark, [record])))
-    assert sorted(r["view"] for r in C.views(texts).collect()) == ["DESC"]
+    texts = curation.with_parsed_claims(curation.best_texts(bronze(spark, [record])))
+    assert sorted(r["view"] for r in curation.views(texts).collect()) == ["DESC"]
 
 
 def test_patents_section_languages_and_primary_language(spark):
@@ -66,23 +66,23 @@ def test_patents_section_languages_and_primary_language(spark):
         {"text": "English abstract", "language": "en", "truncated": False}
     )
     pubs = bronze(spark, [record])
-    views = C.views(C.with_parsed_claims(C.best_texts(pubs)))
-    row = C.patents(pubs, views).first()
+    views = curation.views(curation.with_parsed_claims(curation.best_texts(pubs)))
+    row = curation.patents(pubs, views).first()
     assert (row["ipc_section"], list(row["languages"]), row["primary_lang"]) == (
         "H",
         ["en", "zh"],
         "zh",
     )
-    fam = C.families(C.patents(pubs, views)).first()
+    fam = curation.families(curation.patents(pubs, views)).first()
     assert (fam["family_id"], list(fam["members"]), fam["n_members"]) == ("100", ["CN-1-A"], 1)
 
 
 def test_publications_without_views_are_quarantined(spark):
     pubs = bronze(spark, [gp_record("US-1-A1"), gp_record("US-2-A1")])
-    views = C.views(C.with_parsed_claims(C.best_texts(pubs))).where(
+    views = curation.views(curation.with_parsed_claims(curation.best_texts(pubs))).where(
         "publication_number = 'US-1-A1'"
     )
-    lost = C.without_views(pubs, views, "2026-01-01 00:00:00").collect()
+    lost = curation.without_views(pubs, views, "2026-01-01 00:00:00").collect()
     assert [(r["record_id"], r["reason"]) for r in lost] == [("US-2-A1", "no_text_after_cleaning")]
 
 
@@ -114,11 +114,13 @@ def split_inputs(spark):
 
 def test_eval_queries_need_cutoff_and_a_resolved_x_citation_outside_the_family(spark):
     patents, citations = split_inputs(spark)
-    queries = S.eval_queries(patents, citations, date(2025, 1, 1)).collect()
+    queries = splitting.eval_queries(patents, citations, date(2025, 1, 1)).collect()
     assert [
         (q["publication_number"], q["lang"], list(q["x_cited"]), q["n_x_cited"]) for q in queries
     ] == [("Q1", "zh", ["P1"], 1)]
-    excluded = S.excluded_families(S.eval_queries(patents, citations, date(2025, 1, 1))).collect()
+    excluded = splitting.excluded_families(
+        splitting.eval_queries(patents, citations, date(2025, 1, 1))
+    ).collect()
     assert [(r["family_id"], list(r["query_publication_numbers"])) for r in excluded] == [
         ("F1", ["Q1"])
     ]
@@ -126,7 +128,9 @@ def test_eval_queries_need_cutoff_and_a_resolved_x_citation_outside_the_family(s
 
 def test_leakage_audit_catches_family_members_ids_and_arrays(spark):
     patents, citations = split_inputs(spark)
-    excluded = S.excluded_families(S.eval_queries(patents, citations, date(2025, 1, 1)))
+    excluded = splitting.excluded_families(
+        splitting.eval_queries(patents, citations, date(2025, 1, 1))
+    )
     clean = spark.createDataFrame(
         [("T1", "F8", ["P1"])], "anchor_id string, family_id string, negs array<string>"
     )

@@ -67,9 +67,10 @@ def test_dag_wires_the_stages_in_order(dag):
     ) == {"dq_triplets"}
     assert upstream(dag, "train_stage2") == {"train_stage1", "export_stage2"}
     assert upstream(dag, "train_sft") == {"export_stage2"}
-    assert upstream(dag, "eval_xembed") == {"train_stage2"} and upstream(dag, "eval_sft") == {
-        "train_sft"
-    }
+    assert upstream(dag, "prepare_evaluation") == {"dq_silver"}
+    assert upstream(dag, "eval_xembed") == {"train_stage2", "prepare_evaluation"}
+    assert upstream(dag, "eval_sft") == {"train_sft", "prepare_evaluation"}
+    assert upstream(dag, "eval_bm25") == {"prepare_evaluation"}
     assert upstream(dag, "report") == {
         "eval_bm25",
         "eval_base",
@@ -88,6 +89,13 @@ def test_dag_wires_the_stages_in_order(dag):
         "spark_master",
         "seed",
     } <= set(dag.params)
+    from schemas import defaults
+
+    # the DAG's defaults are the shared ones, not copies
+    assert dag.params["mine_k"] == defaults.MINE_K
+    assert dag.params["validation_size"] == defaults.VALIDATION_SIZE
+    assert dag.params["eval_cutoff"] == defaults.EVAL_CUTOFF
+    assert dag.params["cutoffs"] == ",".join(map(str, defaults.METRIC_CUTOFFS))
 
 
 def _run_id(output: str) -> str:

@@ -8,8 +8,14 @@ from pathlib import Path
 import pytest
 from deltalake import DeltaTable
 
-from trainer import evaluate, report, significance
-from trainer.evaluate import evaluate_results, exclude_family
+from evaluation import evaluate, report, significance
+from evaluation.evaluate import (
+    StaleInputsError,
+    evaluate_results,
+    exclude_family,
+    read_inputs,
+)
+from spark_jobs import prepare_evaluation
 
 
 def test_a_family_member_ranked_first_is_removed_before_scoring(tmp_path):
@@ -41,13 +47,24 @@ def test_a_family_member_ranked_first_is_removed_before_scoring(tmp_path):
 
 @pytest.mark.spark
 @pytest.mark.integration
-def test_end_to_end_tables_report_significance_and_sql(spark, pipeline, tmp_path):
+def test_end_to_end_on_a_file_uri_lake_tables_report_significance_and_sql(
+    spark, pipeline, tmp_path
+):
     _, _, lake, _ = pipeline
+    lake_uri = Path(lake).as_uri()  # file:///...: evaluation works on any Spark URI
+    inputs = (tmp_path / "eval-inputs").as_uri()
+    manifest = prepare_evaluation.run(spark, lake_uri, inputs)
+    queries = DeltaTable(f"{lake}/silver/eval_queries").to_pandas()
+    assert manifest["query_patents"] == queries.publication_number.nunique()
+    patents = DeltaTable(f"{lake}/silver/patents").to_pandas()
+    assert 0.9 * len(patents) <= manifest["collection"] <= len(patents)
     assert (
         evaluate.main(
             [
                 "--lake",
-                lake,
+                lake_uri,
+                "--inputs",
+                inputs,
                 "--model",
                 "builtin:qwen3-tiny",
                 "--name",
@@ -66,7 +83,9 @@ def test_end_to_end_tables_report_significance_and_sql(spark, pipeline, tmp_path
         evaluate.main(
             [
                 "--lake",
-                lake,
+                lake_uri,
+                "--inputs",
+                inputs,
                 "--model",
                 "bm25",
                 "--name",
@@ -79,16 +98,10 @@ def test_end_to_end_tables_report_significance_and_sql(spark, pipeline, tmp_path
         )
         == 0
     )
-    # both models were scored on one prepared collection: the second run reused the first's
-    assert [p.name for p in (Path(lake) / "runs" / "_inputs").iterdir()] == [
-        "patents{}-views{}-eval_queries{}".format(
-            *(
-                DeltaTable(f"{lake}/silver/{t}").version()
-                for t in ("patents", "views", "eval_queries")
-            )
-        )
-    ]
     runs = DeltaTable(f"{lake}/eval/runs").to_pandas().set_index("run_id")
+    # both runs record the table versions their shared inputs were prepared from
+    assert runs.loc["e2e-base", "data_versions"] == runs.loc["e2e-bm25", "data_versions"]
+    assert dict(runs.loc["e2e-bm25", "data_versions"]) == manifest["delta_versions"]
     assert list(runs.loc["e2e-base", "dims"]) == [64, 128] and list(
         runs.loc["e2e-bm25", "dims"]
     ) == [0]
@@ -106,7 +119,7 @@ def test_end_to_end_tables_report_significance_and_sql(spark, pipeline, tmp_path
         [
             sys.executable,
             "-m",
-            "trainer.metrics",
+            "evaluation.metrics",
             "--run",
             str(run_dir / "en_TAC_0.trec"),
             "--qrels",
@@ -137,7 +150,7 @@ def test_end_to_end_tables_report_significance_and_sql(spark, pipeline, tmp_path
 
     assert (
         significance.main(
-            ["--lake", lake, "--a", "e2e-bm25", "--b", "e2e-base", "--permutations", "200"]
+            ["--lake", lake_uri, "--a", "e2e-bm25", "--b", "e2e-base", "--permutations", "200"]
         )
         == 0
     )
@@ -150,7 +163,7 @@ def test_end_to_end_tables_report_significance_and_sql(spark, pipeline, tmp_path
     overall_p = sig[(sig.lang == "ALL") & (sig.view == "ALL")].p_value.iloc[0]
     assert p_row.rstrip(" |").endswith(f"{overall_p:.4f}")
 
-    path = report.build(lake, ["e2e-bm25", "e2e-base"], tmp_path / "report", dim=64)
+    path = report.build(lake_uri, ["e2e-bm25", "e2e-base"], tmp_path / "report", dim=64)
     text = path.read_text()
     assert "Table 2" in text and "Table 4" in text and "Paired randomization" in text
     assert (tmp_path / "report" / "fig3_macro_hit_at_k.png").stat().st_size > 1000
@@ -172,3 +185,17 @@ def test_end_to_end_tables_report_significance_and_sql(spark, pipeline, tmp_path
     assert sql.returncode == 0, sql.stderr[-2000:]
     count = int(sql.stdout.strip().splitlines()[-1])
     assert count == len(metrics[metrics.run_id == "e2e-bm25"])
+
+
+@pytest.mark.spark
+def test_evaluation_refuses_missing_or_stale_inputs(spark, pipeline, tmp_path):
+    _, _, lake, _ = pipeline
+    with pytest.raises(FileNotFoundError, match="prepare_evaluation"):
+        read_inputs(spark, lake, str(tmp_path), tmp_path / "cache")
+    current = DeltaTable(f"{lake}/silver/views").version()
+    manifest = {"delta_versions": {"silver/views": current + 7}}
+    (tmp_path / "_manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(
+        StaleInputsError, match=f"silver/views v{current + 7} \\(lake: v{current}\\)"
+    ):
+        read_inputs(spark, lake, str(tmp_path), tmp_path / "cache")

@@ -7,14 +7,14 @@ from datetime import date
 
 import pytest
 
-from spark_jobs.lib.sample import plan as P
-from spark_jobs.lib.sample import records as R
+from spark_jobs.lib.sample import plan as sample_plan
+from spark_jobs.lib.sample import records as sample_records
 from spark_jobs.lib.sample.glossary import load_glossary
 
 
 @pytest.fixture(scope="module")
 def plan():
-    return P.build_plan(5, 600)
+    return sample_plan.build_plan(5, 600)
 
 
 def test_glossary_has_hundreds_of_trilingual_terms():
@@ -30,22 +30,26 @@ def test_glossary_has_hundreds_of_trilingual_terms():
 
 @pytest.mark.parametrize("n", [1, 37, 600])
 def test_plan_has_exactly_n_patents(n):
-    plan = P.build_plan(5, n)
+    plan = sample_plan.build_plan(5, n)
     assert sum(plan.member_counts) == n
-    assert sum(len(P.members(plan, f)) for f in range(plan.n_families)) == n
+    assert sum(len(sample_plan.members(plan, f)) for f in range(plan.n_families)) == n
 
 
 def test_generation_is_deterministic_per_seed():
     def lines(seed):
-        plan = P.build_plan(seed, 80)
-        return [line for f in range(plan.n_families) for line in R.family_lines(plan, f, 0.1)]
+        plan = sample_plan.build_plan(seed, 80)
+        return [
+            line
+            for f in range(plan.n_families)
+            for line in sample_records.family_lines(plan, f, 0.1)
+        ]
 
     assert lines(3) == lines(3)
     assert lines(3) != lines(4)
 
 
 def test_members_cover_offices_languages_and_dates(plan):
-    members = [m for f in range(plan.n_families) for m in P.members(plan, f)]
+    members = [m for f in range(plan.n_families) for m in sample_plan.members(plan, f)]
     assert {m.country for m in members} == {"CN", "US", "EP", "JP", "WO"}
     assert {m.lang for m in members} == {"zh", "en", "ja"}
     assert all(m.publication_date > m.filing_date for m in members)
@@ -53,18 +57,20 @@ def test_members_cover_offices_languages_and_dates(plan):
     assert max(m.filing_date for m in members) <= date(2026, 12, 31)
     assert len({m.publication_number for m in members}) == len(members)
     cross_lingual = [
-        f for f in range(plan.n_families) if len({m.lang for m in P.members(plan, f)}) > 1
+        f for f in range(plan.n_families) if len({m.lang for m in sample_plan.members(plan, f)}) > 1
     ]
     assert len(cross_lingual) > plan.n_families * 0.2
 
 
 def test_x_citations_are_earlier_same_cluster_and_disclose_the_core(plan):
     by_number = {
-        m.publication_number: m for f in range(plan.n_families) for m in P.members(plan, f)
+        m.publication_number: m
+        for f in range(plan.n_families)
+        for m in sample_plan.members(plan, f)
     }
     n_x = n_eval = n_cross = 0
     for citing in by_number.values():
-        for c in P.citations(plan, citing):
+        for c in sample_plan.citations(plan, citing):
             cited = by_number.get(c.publication_number)
             if cited is None:
                 continue
@@ -74,23 +80,30 @@ def test_x_citations_are_earlier_same_cluster_and_disclose_the_core(plan):
             if "X" in letters:
                 n_x += 1
                 assert same_cluster
-                assert P.invention(plan, cited.family).core == P.invention(plan, citing.family).core
+                assert (
+                    sample_plan.invention(plan, cited.family).core
+                    == sample_plan.invention(plan, citing.family).core
+                )
                 n_eval += citing.filing_date >= date(2025, 1, 1)
                 n_cross += cited.lang != citing.lang
             elif "Y" in letters:
-                cited_core = set(P.invention(plan, cited.family).core)
-                citing_core = set(P.invention(plan, citing.family).core)
+                cited_core = set(sample_plan.invention(plan, cited.family).core)
+                citing_core = set(sample_plan.invention(plan, citing.family).core)
                 assert len(cited_core & citing_core) == 2  # the shared half only
     assert n_x > 100 and n_eval > 5 and n_cross > 20
 
 
 def test_corruptions_follow_the_manifest_rules():
-    plan = P.build_plan(9, 400)
-    kinds = Counter(k for f in range(plan.n_families) for k in R.family_corruptions(plan, f, 0.2))
-    lines = [ln for f in range(plan.n_families) for ln in R.family_lines(plan, f, 0.2)]
-    extra = kinds["duplicate_conflict"] + kinds[R.EXACT_DUPLICATE]
+    plan = sample_plan.build_plan(9, 400)
+    kinds = Counter(
+        k for f in range(plan.n_families) for k in sample_records.family_corruptions(plan, f, 0.2)
+    )
+    lines = [ln for f in range(plan.n_families) for ln in sample_records.family_lines(plan, f, 0.2)]
+    extra = kinds["duplicate_conflict"] + kinds[sample_records.EXACT_DUPLICATE]
     assert len(lines) == 400 + extra
-    assert set(kinds) - {"clean"} == set(R.CORRUPTIONS) | {R.EXACT_DUPLICATE}
+    assert set(kinds) - {"clean"} == set(sample_records.CORRUPTIONS) | {
+        sample_records.EXACT_DUPLICATE
+    }
     bad_json = 0
     for line in lines:
         try:

@@ -7,20 +7,24 @@ import json
 import pytest
 
 from spark_jobs.generate_sample import parse_args
-from spark_jobs.lib.sample import plan as P
-from spark_jobs.lib.sample import records as R
+from spark_jobs.lib.sample import plan as sample_plan
+from spark_jobs.lib.sample import records as sample_records
 from spark_jobs.lib.sample.claims_plan import claim_plan
 from spark_jobs.lib.sample.glossary import load_glossary
 from spark_jobs.lib.sample.render import render_patent
 
-HARD = P.DIFFICULTY_PRESETS["hard"]
+HARD = sample_plan.DIFFICULTY_PRESETS["hard"]
 # sha256 of every line of build_plan(3, 80) at bad_share 0.1, as generated before the knobs
 # existed: the defaults must keep the corpus byte-identical.
 GOLDEN_3_80 = "5b66160bdd62b2f04c094a205273cbf1dd5b3fd7f42388abba9ac765f51ca06f"
 
 
 def _lines(plan, bad_share=0.1):
-    return [line for f in range(plan.n_families) for line in R.family_lines(plan, f, bad_share)]
+    return [
+        line
+        for f in range(plan.n_families)
+        for line in sample_records.family_lines(plan, f, bad_share)
+    ]
 
 
 def _plan_fields(plan):
@@ -28,7 +32,11 @@ def _plan_fields(plan):
 
 
 def _by_number(plan):
-    return {m.publication_number: m for f in range(plan.n_families) for m in P.members(plan, f)}
+    return {
+        m.publication_number: m
+        for f in range(plan.n_families)
+        for m in sample_plan.members(plan, f)
+    }
 
 
 def _components(core):
@@ -36,30 +44,33 @@ def _components(core):
 
 
 def test_defaults_reproduce_the_original_corpus():
-    default = P.build_plan(3, 80)
-    assert default.difficulty == P.Difficulty() == P.DIFFICULTY_PRESETS["easy"]
+    default = sample_plan.build_plan(3, 80)
+    assert default.difficulty == sample_plan.Difficulty() == sample_plan.DIFFICULTY_PRESETS["easy"]
     assert not default.distractors
     digest = hashlib.sha256("\n".join(_lines(default)).encode()).hexdigest()
     assert digest == GOLDEN_3_80
 
 
 def test_plan_without_difficulty_equals_explicit_default():
-    implicit = P.build_plan(5, 300)
-    explicit = P.build_plan(5, 300, P.Difficulty())
-    preset = P.build_plan(5, 300, P.DIFFICULTY_PRESETS["easy"])
+    implicit = sample_plan.build_plan(5, 300)
+    explicit = sample_plan.build_plan(5, 300, sample_plan.Difficulty())
+    preset = sample_plan.build_plan(5, 300, sample_plan.DIFFICULTY_PRESETS["easy"])
     assert _plan_fields(implicit) == _plan_fields(explicit) == _plan_fields(preset)
     for family in (0, 1, 7, implicit.n_families // 2, implicit.n_families - 1):
-        assert P.invention(implicit, family) == P.invention(explicit, family)
-        assert list(R.family_lines(implicit, family, 0.1)) == list(
-            R.family_lines(explicit, family, 0.1)
+        assert sample_plan.invention(implicit, family) == sample_plan.invention(explicit, family)
+        assert list(sample_records.family_lines(implicit, family, 0.1)) == list(
+            sample_records.family_lines(explicit, family, 0.1)
         )
-        for member in P.members(implicit, family):
-            assert P.abstract_core(implicit, P.invention(implicit, family), member) is None
+        for member in sample_plan.members(implicit, family):
+            assert (
+                sample_plan.abstract_core(implicit, sample_plan.invention(implicit, family), member)
+                is None
+            )
 
 
 def test_hard_changes_the_texts_but_is_deterministic_per_seed():
-    easy = _lines(P.build_plan(3, 120), 0.0)
-    hard = _lines(P.build_plan(3, 120, HARD), 0.0)
+    easy = _lines(sample_plan.build_plan(3, 120), 0.0)
+    hard = _lines(sample_plan.build_plan(3, 120, HARD), 0.0)
     assert len(easy) == len(hard) == 120  # same size, same members
     easy_rec = [json.loads(line) for line in easy]
     hard_rec = [json.loads(line) for line in hard]
@@ -72,20 +83,22 @@ def test_hard_changes_the_texts_but_is_deterministic_per_seed():
         for e, h in zip(easy_rec, hard_rec, strict=True)
     )
     assert changed > 100
-    assert hard == _lines(P.build_plan(3, 120, HARD), 0.0)
-    assert hard != _lines(P.build_plan(4, 120, HARD), 0.0)
+    assert hard == _lines(sample_plan.build_plan(3, 120, HARD), 0.0)
+    assert hard != _lines(sample_plan.build_plan(4, 120, HARD), 0.0)
 
 
 @pytest.mark.parametrize(("core", "shared"), [(4, 2), (5, 3), (4, 1), (3, 3)])
 def test_partner_clusters_share_the_configured_core(core, shared):
-    plan = P.build_plan(11, 800, P.Difficulty(core_features=core, shared_core=shared))
+    plan = sample_plan.build_plan(
+        11, 800, sample_plan.Difficulty(core_features=core, shared_core=shared)
+    )
     pairs = 0
     for cluster in range(plan.n_clusters):
-        partner = P.partner_cluster(plan, cluster)
+        partner = sample_plan.partner_cluster(plan, cluster)
         if partner is None:
             continue
-        mine = P.cluster_core(plan, cluster)[3]
-        theirs = P.cluster_core(plan, partner)[3]
+        mine = sample_plan.cluster_core(plan, cluster)[3]
+        theirs = sample_plan.cluster_core(plan, partner)[3]
         assert len(mine) == len(theirs) == core
         assert mine[:shared] == theirs[:shared]
         assert len(set(mine) & set(theirs)) == shared
@@ -95,45 +108,47 @@ def test_partner_clusters_share_the_configured_core(core, shared):
     by_number = _by_number(plan)
     n_y = 0
     for citing in by_number.values():
-        for c in P.citations(plan, citing):
+        for c in sample_plan.citations(plan, citing):
             cited = by_number.get(c.publication_number)
             if cited is not None and "Y" in c.letters.upper() and "X" not in c.letters.upper():
-                a = set(P.invention(plan, cited.family).core)
-                b = set(P.invention(plan, citing.family).core)
+                a = set(sample_plan.invention(plan, cited.family).core)
+                b = set(sample_plan.invention(plan, citing.family).core)
                 assert len(a & b) == shared
                 n_y += 1
     assert n_y > 20
 
 
 def test_fewer_fields_and_a_smaller_pool_crowd_a_field():
-    d = P.Difficulty(fields=6, field_pool=12)
-    plan = P.build_plan(2, 800, d)
+    d = sample_plan.Difficulty(fields=6, field_pool=12)
+    plan = sample_plan.build_plan(2, 800, d)
     assert plan.n_fields == 6
     g = load_glossary()
-    fields = {P.cluster_core(plan, c)[0] for c in range(plan.n_clusters)}
+    fields = {sample_plan.cluster_core(plan, c)[0] for c in range(plan.n_clusters)}
     assert len(fields) == 6
     assert len({f.key[0] for f in fields}) >= 4  # spread over IPC sections, not the first 6
     per_field: dict = {}
     for family in range(plan.n_families):
         cluster = plan.cluster_of(family)
-        inv = P.invention(plan, family)
-        pool = set(P.field_pool(plan.seed, P.cluster_field(plan, cluster), 12))
+        inv = sample_plan.invention(plan, family)
+        pool = set(sample_plan.field_pool(plan.seed, sample_plan.cluster_field(plan, cluster), 12))
         assert set(inv.components) <= pool
         per_field.setdefault(inv.field, set()).update(inv.components)
     assert all(len(comps) <= 12 for comps in per_field.values())
     # the default spreads a field's clusters over 45 of the glossary's components
     assert len(g.components) > 45
-    assert plan.n_clusters / plan.n_fields > 3 * P.build_plan(2, 800).n_clusters / len(g.fields)
+    assert plan.n_clusters / plan.n_fields > 3 * sample_plan.build_plan(2, 800).n_clusters / len(
+        g.fields
+    )
 
 
 def test_paraphrase_noise_varies_one_core_feature_and_keeps_x_in_the_cluster():
-    base = P.build_plan(8, 800)
-    noisy = P.build_plan(8, 800, P.Difficulty(paraphrase_noise=0.5))
+    base = sample_plan.build_plan(8, 800)
+    noisy = sample_plan.build_plan(8, 800, sample_plan.Difficulty(paraphrase_noise=0.5))
     assert _plan_fields(base) | {"difficulty": None} == _plan_fields(noisy) | {"difficulty": None}
     varied = 0
     for family in range(noisy.n_families):
-        cluster_core = P.cluster_core(noisy, noisy.cluster_of(family))[3]
-        inv = P.invention(noisy, family)
+        cluster_core = sample_plan.cluster_core(noisy, noisy.cluster_of(family))[3]
+        inv = sample_plan.invention(noisy, family)
         if inv.core != cluster_core:
             varied += 1
             # one feature dropped, or one component replaced
@@ -143,30 +158,30 @@ def test_paraphrase_noise_varies_one_core_feature_and_keeps_x_in_the_cluster():
             anchors = {inv.base} | _components(inv.core + inv.extras)
             assert all(f.anchor in anchors for f in inv.core + inv.extras)
         else:
-            assert inv == P.invention(base, family)  # untouched families are unchanged
+            assert inv == sample_plan.invention(base, family)  # untouched families are unchanged
     assert 0.35 < varied / noisy.n_families < 0.65
     by_number = _by_number(noisy)
     for citing in by_number.values():
-        for c in P.citations(noisy, citing):
+        for c in sample_plan.citations(noisy, citing):
             cited = by_number.get(c.publication_number)
             if cited is not None and "X" in c.letters.upper():
                 assert noisy.cluster_of(cited.family) == noisy.cluster_of(citing.family)
 
 
 def test_abstract_omission_leaves_core_features_out_of_the_abstract_only():
-    plan = P.build_plan(4, 300, P.Difficulty(abstract_omission=0.5))
+    plan = sample_plan.build_plan(4, 300, sample_plan.Difficulty(abstract_omission=0.5))
     omitted = total = 0
     for family in range(plan.n_families):
-        inv = P.invention(plan, family)
-        claims = claim_plan(inv, P.rng(plan.seed, P._S_TEXT, family))
-        for member in P.members(plan, family):
+        inv = sample_plan.invention(plan, family)
+        claims = claim_plan(inv, sample_plan.rng(plan.seed, sample_plan._S_TEXT, family))
+        for member in sample_plan.members(plan, family):
             total += 1
-            record = R.publication_record(plan, member)
-            r = P.rng(plan.seed, P._S_TEXT, family, member.index)
+            record = sample_records.publication_record(plan, member)
+            r = sample_plan.rng(plan.seed, sample_plan._S_TEXT, family, member.index)
             full = render_patent(inv, claims, member.lang, r)
             assert record["claims_localized"][0]["text"] == full["claims"]
             assert record["description_localized"][0]["text"] == full["description"]
-            kept = P.abstract_core(plan, inv, member)
+            kept = sample_plan.abstract_core(plan, inv, member)
             if kept is None:
                 assert record["abstract_localized"][0]["text"] == full["abstract"]
                 continue
@@ -179,23 +194,23 @@ def test_abstract_omission_leaves_core_features_out_of_the_abstract_only():
 
 def test_distractors_are_unclustered_hard_negatives():
     share = 0.2
-    plain = P.build_plan(6, 1200)
-    plan = P.build_plan(6, 1200, P.Difficulty(distractor_share=share))
+    plain = sample_plan.build_plan(6, 1200)
+    plan = sample_plan.build_plan(6, 1200, sample_plan.Difficulty(distractor_share=share))
     # distractors come from their own stream: clusters and members do not move
     assert plan.cluster_starts == plain.cluster_starts
     assert plan.member_counts == plain.member_counts
     assert 0.6 * share < len(plan.distractors) / plan.n_families < 1.4 * share
     for family in plan.distractors:
-        field, device, base, core = P.cluster_core(plan, plan.cluster_of(family))
-        inv = P.invention(plan, family)
+        field, device, base, core = sample_plan.cluster_core(plan, plan.cluster_of(family))
+        inv = sample_plan.invention(plan, family)
         assert (inv.field, inv.device, inv.base) == (field, device, base)  # same vocabulary
         shared = _components(inv.core) & _components(core)
-        assert len(shared) == len(core) - P.DISTRACTOR_SWAPS  # a near miss, not the core
+        assert len(shared) == len(core) - sample_plan.DISTRACTOR_SWAPS  # a near miss, not the core
         assert len(inv.core) == len(core)
     by_number = _by_number(plan)
     n_x = n_a_to_distractor = 0
     for citing in by_number.values():
-        for c in P.citations(plan, citing):
+        for c in sample_plan.citations(plan, citing):
             letters = c.letters.upper()
             if citing.family in plan.distractors:
                 assert "X" not in letters  # no X citations of their own
@@ -213,29 +228,30 @@ def test_distractors_are_unclustered_hard_negatives():
 
 
 def test_distractors_get_no_x_citation_in_the_records():
-    plan = P.build_plan(6, 400, P.Difficulty(distractor_share=0.3))
+    plan = sample_plan.build_plan(6, 400, sample_plan.Difficulty(distractor_share=0.3))
     assert plan.distractors
     for family in sorted(plan.distractors):
-        for member in P.members(plan, family):
-            record = R.publication_record(plan, member)
+        for member in sample_plan.members(plan, family):
+            record = sample_records.publication_record(plan, member)
             # one of type/category holds the search-report source (EXA, ...), the other letters
             fields = {v for c in record["citation"] for v in (c["type"], c["category"])}
-            assert fields and not any("X" in v.upper() for v in fields - set(P._SOURCES))
+            assert fields and not any("X" in v.upper() for v in fields - set(sample_plan._SOURCES))
 
 
 def test_hard_preset_is_harder_on_every_knob():
-    easy = P.Difficulty()
+    easy = sample_plan.Difficulty()
     assert HARD.core_features > easy.core_features
     assert HARD.shared_core / HARD.core_features > easy.shared_core / easy.core_features
     assert HARD.field_pool < easy.field_pool
     assert 0 < HARD.fields < len(load_glossary().fields)
     assert HARD.paraphrase_noise > 0 and HARD.abstract_omission > 0
     assert HARD.distractor_share > 0
-    plan = P.build_plan(1, 600, HARD)
+    plan = sample_plan.build_plan(1, 600, HARD)
     assert plan.difficulty is HARD and plan.distractors
     assert (
         sum(
-            P.invention(plan, f).core != P.cluster_core(plan, plan.cluster_of(f))[3]
+            sample_plan.invention(plan, f).core
+            != sample_plan.cluster_core(plan, plan.cluster_of(f))[3]
             for f in range(plan.n_families)
         )
         > plan.n_families * 0.3
@@ -257,19 +273,23 @@ def test_hard_preset_is_harder_on_every_knob():
 )
 def test_invalid_knobs_are_rejected(knobs):
     with pytest.raises(ValueError):
-        P.Difficulty(**knobs)
+        sample_plan.Difficulty(**knobs)
 
 
 def test_glossary_bounds_are_checked():
     with pytest.raises(ValueError, match="fields"):
-        P.build_plan(1, 10, P.Difficulty(fields=len(load_glossary().fields) + 1))
+        sample_plan.build_plan(
+            1, 10, sample_plan.Difficulty(fields=len(load_glossary().fields) + 1)
+        )
     with pytest.raises(ValueError, match="field_pool"):
-        P.build_plan(1, 10, P.Difficulty(field_pool=len(load_glossary().components) + 1))
+        sample_plan.build_plan(
+            1, 10, sample_plan.Difficulty(field_pool=len(load_glossary().components) + 1)
+        )
 
 
 def test_cli_flags_and_preset():
     _, d = parse_args(["--out", "x"])
-    assert d == P.Difficulty()
+    assert d == sample_plan.Difficulty()
     _, d = parse_args(["--out", "x", "--difficulty", "hard"])
     assert d == HARD
     _, d = parse_args(
@@ -282,7 +302,7 @@ def test_cli_flags_and_preset():
             "--paraphrase-noise", "0.25", "--abstract-omission", "0.1",
         ]
     )  # fmt: skip
-    assert d == P.Difficulty(
+    assert d == sample_plan.Difficulty(
         core_features=6, shared_core=4, field_pool=20, paraphrase_noise=0.25, abstract_omission=0.1
     )
     for bad in (["--shared-core", "9"], ["--fields", "999"], ["--difficulty", "extreme"]):
@@ -297,7 +317,7 @@ def test_manifest_records_the_difficulty(spark, tmp_path):
     out = str(tmp_path / "sample")
     manifest = generate(spark, out, n_patents=60, seed=3, bad_share=0.0, difficulty=HARD)
     assert manifest["difficulty"] == dataclasses.asdict(HARD)
-    plan = P.build_plan(3, 60, HARD)
+    plan = sample_plan.build_plan(3, 60, HARD)
     assert manifest["distractor_families"] == len(plan.distractors) > 0
     written = json.loads((tmp_path / "sample" / "_manifest.json").read_text())
     assert written["difficulty"] == manifest["difficulty"]

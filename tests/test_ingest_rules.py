@@ -5,7 +5,7 @@ import json
 import pytest
 from pyspark.sql import functions as F
 
-from spark_jobs.lib import ingest as I
+from spark_jobs.lib import ingest as ingestion
 from spark_jobs.lib.languages import normalize_language, normalize_language_py
 from tests.conftest import gp_record, lines_frame
 
@@ -13,7 +13,7 @@ pytestmark = pytest.mark.spark
 
 
 def reasons(spark, records):
-    parsed = I.with_validation(I.parse_google_patents(lines_frame(spark, records)))
+    parsed = ingestion.with_validation(ingestion.parse_google_patents(lines_frame(spark, records)))
     return [r["reason"] for r in parsed.orderBy("raw").select("raw", "reason").collect()]
 
 
@@ -101,8 +101,10 @@ def test_duplicate_ids_with_different_content_conflict_and_exact_copies_collapse
     a = gp_record("US-1-A1")
     b = gp_record("US-1-A1", abstract="A different abstract.")
     c = gp_record("US-2-A1")
-    frame = I.with_validation(I.parse_google_patents(lines_frame(spark, [a, b, c, c])))
-    marked = I.split_duplicates(frame).select("publication_number", "duplicate").collect()
+    frame = ingestion.with_validation(
+        ingestion.parse_google_patents(lines_frame(spark, [a, b, c, c]))
+    )
+    marked = ingestion.split_duplicates(frame).select("publication_number", "duplicate").collect()
     got = sorted((r["publication_number"], r["duplicate"] or "") for r in marked)
     assert got == [
         ("US-1-A1", "conflict"),
@@ -140,14 +142,16 @@ def test_language_normalization_in_spark_and_python(spark, raw, expected):
 
 def test_dates_parse_from_int_string_and_iso(spark):
     frame = spark.createDataFrame([("20190710",), ("2019-07-10",), ("0",), (None,)], "d string")
-    got = [r[0] for r in frame.select(I.parse_date(F.col("d"))).collect()]
+    got = [r[0] for r in frame.select(ingestion.parse_date(F.col("d"))).collect()]
     assert [str(d) if d else None for d in got] == ["2019-07-10", "2019-07-10", None, None]
 
 
 def citation_rows(spark, citations):
     record = gp_record(citation=citations)
-    parsed = I.parse_google_patents(lines_frame(spark, [record]))
-    return [r.asDict() for r in I.explode_citations(parsed).orderBy("citation_index").collect()]
+    parsed = ingestion.parse_google_patents(lines_frame(spark, [record]))
+    return [
+        r.asDict() for r in ingestion.explode_citations(parsed).orderBy("citation_index").collect()
+    ]
 
 
 def test_citation_letters_from_either_field_and_in_real_variety(spark):
@@ -195,7 +199,7 @@ def test_citations_resolve_only_to_corpus_publications(spark):
     )
     got = sorted(
         (r["citation_index"], r["resolved"], r["cited_family_id"])
-        for r in I.resolve_citations(citations, corpus).collect()
+        for r in ingestion.resolve_citations(citations, corpus).collect()
     )
     assert got == [(0, True, "200"), (1, False, None), (2, False, None)]
 
@@ -203,8 +207,8 @@ def test_citations_resolve_only_to_corpus_publications(spark):
 def test_bronze_rows_are_typed_and_normalized(spark):
     record = gp_record(lang="zh-CN")
     record["abstract_localized"].append({"text": "", "language": "en", "truncated": None})
-    parsed = I.with_validation(I.parse_google_patents(lines_frame(spark, [record])))
-    row = I.to_bronze_publications(parsed, "google_patents", "2026-01-01 00:00:00").first()
+    parsed = ingestion.with_validation(ingestion.parse_google_patents(lines_frame(spark, [record])))
+    row = ingestion.to_bronze_publications(parsed, "google_patents", "2026-01-01 00:00:00").first()
     assert str(row["publication_date"]) == "2021-01-01"
     assert [(e["language"], e["truncated"]) for e in row["abstract_localized"]] == [("zh", False)]
     assert json.loads(json.dumps(row["ipc"][0].asDict()))["code"] == "H01M10/05"

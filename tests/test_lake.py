@@ -3,8 +3,8 @@
 import pytest
 from deltalake import DeltaTable
 
+from lake import JobRun, write_table
 from schemas import TABLES, table
-from spark_jobs.lib.lake import JobRun, write_table
 
 pytestmark = pytest.mark.spark
 

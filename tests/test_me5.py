@@ -139,8 +139,8 @@ def test_cpu_e5_profile_trains_and_the_fine_tune_keeps_e5_conventions(tmp_path):
     the weights move, and the saved model still embeds with ``query: `` / ``passage: ``."""
     from sentence_transformers import SentenceTransformer
 
+    from tests.sample_shards import write_sample_stage1_shards
     from trainer import train
-    from trainer.sample_shards import write_sample_stage1_shards
 
     shards = tmp_path / "shards"
     write_sample_stage1_shards(shards, n_patents=60, seed=5)

@@ -5,7 +5,7 @@ import random
 import pytest
 from ranx import Qrels, Run, evaluate
 
-from trainer.metrics import aggregate, ranked, score_queries
+from evaluation.metrics import aggregate, ranked, score_queries
 
 
 def random_case(seed):

@@ -7,9 +7,9 @@ import pandas as pd
 import pytest
 from deltalake import DeltaTable
 
+from lake import JobRun, write_table
 from schemas import table
 from spark_jobs import build_pairs, export_training
-from spark_jobs.lib.lake import JobRun, write_table
 from spark_jobs.lib.leakage import LeakageError, write_audited
 from spark_jobs.lib.pairs import quotas
 

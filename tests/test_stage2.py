@@ -7,8 +7,8 @@ import pytest
 from deltalake import DeltaTable
 from pyspark.sql import functions as F
 
-from spark_jobs.lib import triplets as T
-from trainer.retrieval import Bm25, build_bm25_index, union_candidates
+from retrieval.search import Bm25, build_bm25_index, union_candidates
+from spark_jobs.lib import triplets as triplet_rules
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 
@@ -188,12 +188,12 @@ def hand_built(spark):
 
 def test_hand_built_strata_corners_pool_and_language_priority(spark):
     candidates, pool_ids, patents, positives = hand_built(spark)
-    queries = T.query_info(patents.withColumn("primary_lang", F.lit("zh")))
-    cands = T.candidate_info(patents, pool_ids)
-    pos = T.positive_sets(positives)
-    filtered = T.filter_candidates(candidates, queries, cands, pos)
+    queries = triplet_rules.query_info(patents.withColumn("primary_lang", F.lit("zh")))
+    cands = triplet_rules.candidate_info(patents, pool_ids)
+    pos = triplet_rules.positive_sets(positives)
+    filtered = triplet_rules.filter_candidates(candidates, queries, cands, pos)
     assert sorted(r.cand_id for r in filtered.collect()) == [f"C{i:02d}" for i in range(18)]
-    strata = {r.cand_id: r.stratum for r in T.stratify(filtered).collect()}
+    strata = {r.cand_id: r.stratum for r in triplet_rules.stratify(filtered).collect()}
     expected = {f"C{i:02d}": "HML"[i // 6] for i in range(18)}
     # BM25 levels by rank among the 12 ranked candidates: ranks 1-4 H, 5-8 M, 9-12 L.
     bm25_level = {
@@ -218,24 +218,24 @@ def test_hand_built_strata_corners_pool_and_language_priority(spark):
     assert (strata["C06"], strata["C12"], strata["C16"]) == ("MH", "LH", "LL")
     assert pd.Series(list(strata.values())).value_counts().max() <= 4
 
-    sampled = T.sample_strata(T.stratify(filtered), seed=1)
+    sampled = triplet_rules.sample_strata(triplet_rules.stratify(filtered), seed=1)
     assert sampled.count() == 18  # <= 4 per stratum: all kept
-    corners = T.corner_counts(sampled).first()["corners"]
+    corners = triplet_rules.corner_counts(sampled).first()["corners"]
     assert (
-        corners == sum(1 for s in strata.values() if s in T.CORNERS) == 9
+        corners == sum(1 for s in strata.values() if s in triplet_rules.CORNERS) == 9
     )  # HH 1, HL 4, LH 2, LL 2
 
-    a_rows = T.allowed(
+    a_rows = triplet_rules.allowed(
         spark.createDataFrame([("Q", "A1")], "query_id string, cand_id string"), queries, cands, pos
     ).select("query_id", "cand_id", "cand_lang", "cand_family_id")
     views = spark.createDataFrame([("Q", "ABS")], "query_id string, query_view string")
-    pooled = T.pool(sampled, a_rows, views)
+    pooled = triplet_rules.pool(sampled, a_rows, views)
     assert pooled.count() == 19 and pooled.where("origin = 'A'").count() == 1
     query_langs = spark.createDataFrame(
         [("Q", "ABS", "zh", "FQ")],
         "query_id string, query_view string, query_lang string, query_family_id string",
     )
-    (example,) = T.examples(pooled, positives, query_langs, seed=1).collect()
+    (example,) = triplet_rules.examples(pooled, positives, query_langs, seed=1).collect()
     zh = [
         c
         for c, lang in {**{f"C{i:02d}": ("zh" if i % 3 == 0 else "en") for i in range(18)}}.items()
@@ -255,4 +255,6 @@ def test_corner_rule_drops_views_with_fewer_than_six(spark):
         ],
         "query_id string, query_view string, cand_id string, stratum string",
     )
-    assert T.corner_counts(frame).first()["corners"] == 5  # < 6: dropped by build_triplets
+    assert (
+        triplet_rules.corner_counts(frame).first()["corners"] == 5
+    )  # < 6: dropped by build_triplets

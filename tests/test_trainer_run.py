@@ -9,10 +9,10 @@ import torch
 from deltalake import DeltaTable
 from sentence_transformers import SentenceTransformer
 
+from tests.sample_shards import write_sample_stage1_shards
 from trainer import train
 from trainer.encoder import Encoder, EncoderConfig
 from trainer.models import resolve
-from trainer.sample_shards import write_sample_stage1_shards
 
 CONFIG = str(Path(__file__).resolve().parents[1] / "configs" / "cpu-small.yaml")
 FAST = [

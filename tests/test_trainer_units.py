@@ -2,9 +2,9 @@
 
 import pytest
 import torch
-import torch.nn.functional as F
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.losses import MultipleNegativesRankingLoss
+from torch.nn import functional
 
 from trainer.data import Example, family_disjoint_batches
 from trainer.encoder import last_token_pool, mean_pool
@@ -13,7 +13,9 @@ from trainer.models import resolve
 
 
 def unit(*shape, seed=0):
-    return F.normalize(torch.randn(*shape, generator=torch.Generator().manual_seed(seed)), dim=-1)
+    return functional.normalize(
+        torch.randn(*shape, generator=torch.Generator().manual_seed(seed)), dim=-1
+    )
 
 
 def test_infonce_without_masking_equals_sentence_transformers_mnrl():
@@ -28,20 +30,22 @@ def test_infonce_without_masking_equals_sentence_transformers_mnrl():
     # With hard negatives ST appends them as extra candidate columns in the same way.
     expected_n = st.compute_loss_from_embeddings([q, p, *n.unbind(1)], labels=None)
     flat_order = torch.cat([p, n.permute(1, 0, 2).reshape(-1, 32)])
-    manual = F.cross_entropy(q @ flat_order.T / 0.1, torch.arange(8))
+    manual = functional.cross_entropy(q @ flat_order.T / 0.1, torch.arange(8))
     assert torch.allclose(expected_n, manual, atol=1e-6)
     assert torch.allclose(ours(q, p, n), manual, atol=1e-6)  # candidate order does not matter
 
 
 def test_a_planted_false_negative_is_masked():
-    q = F.normalize(torch.tensor([[1.0, 0.0], [0.0, 1.0]]), dim=-1)
-    p = F.normalize(torch.tensor([[1.0, 1.0], [0.0, 1.0]]), dim=-1)  # sim(q0, p0) = 0.71
-    n = F.normalize(torch.tensor([[[1.0, 0.0]], [[-1.0, 0.0]]]), dim=-1)  # sim(q0, n0) = 1.0
+    q = functional.normalize(torch.tensor([[1.0, 0.0], [0.0, 1.0]]), dim=-1)
+    p = functional.normalize(torch.tensor([[1.0, 1.0], [0.0, 1.0]]), dim=-1)  # sim(q0, p0) = 0.71
+    n = functional.normalize(
+        torch.tensor([[[1.0, 0.0]], [[-1.0, 0.0]]]), dim=-1
+    )  # sim(q0, n0) = 1.0
     masked = InfoNCELoss(0.1, margin=0.2)(q, p, n)
     unmasked = InfoNCELoss(0.1, margin=None)(q, p, n)
     sims = q @ torch.cat([p, n.reshape(-1, 2)]).T
     sims[0, 2] = float("-inf")  # n0 beats q0's positive by 0.29 > 0.2: removed
-    expected = F.cross_entropy(sims / 0.1, torch.arange(2))
+    expected = functional.cross_entropy(sims / 0.1, torch.arange(2))
     assert torch.allclose(masked, expected, atol=1e-6) and masked < unmasked
     assert torch.allclose(InfoNCELoss(0.1, margin=0.5)(q, p, n), unmasked)  # 0.29 < 0.5: kept
 
@@ -51,9 +55,9 @@ def test_matryoshka_total_is_the_weighted_sum_of_truncated_losses():
     base = InfoNCELoss(0.1, margin=0.2)
     total = MatryoshkaLoss(base, [4, None], [0.6, 0.4])(q, p, n)
     short = base(
-        F.normalize(q[:, :4], dim=-1),
-        F.normalize(p[:, :4], dim=-1),
-        F.normalize(n[..., :4], dim=-1),
+        functional.normalize(q[:, :4], dim=-1),
+        functional.normalize(p[:, :4], dim=-1),
+        functional.normalize(n[..., :4], dim=-1),
     )
     assert torch.allclose(total, 0.6 * short + 0.4 * base(q, p, n), atol=1e-6)
 

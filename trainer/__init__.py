@@ -1,1 +1,12 @@
-"""GPU trainer, encoder, retrieval (Pyserini BM25, FAISS) and evaluator of xembed."""
+"""Training: the encoder, data stream, losses and Hugging Face trainer of Stage I, Stage II and
+the SFT control, the built-in CPU models, and the model registry.
+
+    python -m trainer.train CONFIG.yaml [--flag value ...]    # one training run
+    python -m trainer.models build me5-small|qwen3-tiny        # build a built-in model once
+
+Public API: ``Encoder``/``EncoderConfig`` (trainer.encoder), ``resolve`` (trainer.models),
+``main`` (trainer.train). Imports ``schemas`` and ``lake`` (the registry write); never
+``spark_jobs`` or ``evaluation``. Submodules are imported on use: torch loads only when needed.
+"""
+
+__all__ = ["arguments", "data", "encoder", "loss", "me5", "models", "registry", "train", "trainer"]

@@ -17,6 +17,8 @@ from pathlib import Path
 import yaml
 from transformers import HfArgumentParser, TrainingArguments
 
+from schemas import defaults
+
 STAGES = ("stage1", "stage2", "sft")
 
 
@@ -68,7 +70,9 @@ class DataArguments:
             "help": "folder of validation shards; default: hold out whole families of train_data"
         },
     )
-    validation_size: int = field(default=2000, metadata={"help": "validation examples to hold out"})
+    validation_size: int = field(
+        default=defaults.VALIDATION_SIZE, metadata={"help": "validation examples to hold out"}
+    )
     max_chars: int | None = field(
         default=None, metadata={"help": "cut texts at N characters before tokenizing"}
     )

@@ -21,8 +21,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 from torch import nn
+from torch.nn import functional
 
 # Language-specific patent-retrieval instructions (queries only). Unknown languages use "en".
 INSTRUCTIONS = {
@@ -204,7 +204,7 @@ class Encoder(nn.Module):
             if self.encoder_config.pooling == "last"
             else mean_pool(hidden, attention_mask)
         )
-        return F.normalize(pooled, dim=-1) if self.encoder_config.normalize else pooled
+        return functional.normalize(pooled, dim=-1) if self.encoder_config.normalize else pooled
 
     def _device(self) -> torch.device:
         return next(self.parameters()).device

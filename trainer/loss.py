@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
 from torch import nn
+from torch.nn import functional
 
 
 def _gather(t: torch.Tensor) -> tuple[torch.Tensor, int]:
@@ -67,7 +67,7 @@ class InfoNCELoss(nn.Module):
             masked = sims > positive_sim + self.margin
             masked[torch.arange(len(targets)), targets] = False
             sims = sims.masked_fill(masked, float("-inf"))
-        return F.cross_entropy(sims / self.temperature, targets)
+        return functional.cross_entropy(sims / self.temperature, targets)
 
     def forward(self, queries, positives, negatives=None):
         return self.compute_loss_from_embeddings(queries, positives, negatives)
@@ -88,7 +88,7 @@ class MatryoshkaLoss(nn.Module):
     def truncate(x: torch.Tensor | None, dim: int | None) -> torch.Tensor | None:
         if x is None or dim is None or dim >= x.shape[-1]:
             return x
-        return F.normalize(x[..., :dim], dim=-1)
+        return functional.normalize(x[..., :dim], dim=-1)
 
     def compute_loss_from_embeddings(self, queries, positives, negatives=None) -> torch.Tensor:
         total = queries.new_zeros(())

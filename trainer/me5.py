@@ -37,6 +37,8 @@ from pathlib import Path
 
 import numpy as np
 
+from trainer.encoder import Encoder, EncoderConfig
+
 MAGIC = b"E5S1"
 QK = 32  # values per 4-bit block
 BLOCK_BYTES = 2 + QK // 2
@@ -394,8 +396,6 @@ def _check_normalizer(backend, normalization: dict[int, tuple[int, ...]]) -> Non
 def convert(source: Path, out: Path) -> Path:
     """Write the Hugging Face folder for ``source`` to ``out`` (atomically: tmp, then rename)."""
     from transformers import BertModel
-
-    from trainer.encoder import Encoder, EncoderConfig
 
     packed = read_packed(source)
     config = bert_config(packed)

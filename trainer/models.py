@@ -104,7 +104,7 @@ def resolve(name: str) -> str:
             f"or one of {KNOWN}"
         )
     if name == "builtin:me5-small":
-        from trainer.me5 import build
+        from trainer.me5 import build  # deferred: torch + transformers, only for this build
 
         return str(build(cache_dir() / ME5_VERSION))
     if name == "builtin:minilm":

@@ -11,6 +11,8 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
+from lake import build_session, write_rows
+
 
 def registry_row(**fields) -> dict:
     row = {"created_at": datetime.now(UTC), **fields}
@@ -19,21 +21,21 @@ def registry_row(**fields) -> dict:
 
 
 def write_registry(
-    row: dict, output_dir: str, lake: str | None = None, extra: dict | None = None
+    row: dict,
+    output_dir: str,
+    lake: str | None = None,
+    extra: dict | None = None,
+    master: str | None = None,
 ) -> None:
-    """``extra`` (e.g. the trainer's runtime metrics) goes to registry.json only."""
+    """``extra`` (e.g. the trainer's runtime metrics) goes to registry.json only; ``master``
+    is the Spark master of the lake write (default: $XEMBED_SPARK_MASTER, else local)."""
     record = {**row, **(extra or {})}
     Path(output_dir, "registry.json").write_text(
         json.dumps(record, indent=2, default=str, sort_keys=True)
     )
     if not lake:
         return
-    from schemas import table
-    from spark_jobs.lib.lake import write_table
-    from spark_jobs.lib.session import build_session
-
-    spark = build_session("xembed-registry", "local[1]")
-    frame = spark.createDataFrame([row], table("models/registry").spark_schema())
-    write_table(
-        spark, frame, lake, "models/registry", replace_where=f"model_id = '{row['model_id']}'"
+    spark = build_session("xembed-registry", master)
+    write_rows(
+        spark, [row], lake, "models/registry", replace_where=f"model_id = '{row['model_id']}'"
     )

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from spark_jobs.lib import fs
+from lake import fs
 from spark_jobs.lib.pairs import uniform
 
 FORMATS = ("parquet", "swift_jsonl")

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
+from lake import fs
 from schemas.inputs import (
     CANONICAL_CITATION_FIELDS,
     CANONICAL_PATENT_FIELDS,
@@ -82,8 +83,6 @@ def parse_google_patents(lines: DataFrame) -> DataFrame:
 
 def _read_any(spark: SparkSession, path: str, ddl: str) -> DataFrame:
     """JSON lines or Parquet (by file extension) with the given schema."""
-    from spark_jobs.lib import fs
-
     names = fs.list_names(spark, path) or [path]
     if any(n.endswith(".parquet") for n in names) or path.endswith(".parquet"):
         return spark.read.schema(ddl).parquet(path)

@@ -11,6 +11,9 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from lake import ensure_table, latest_version, table_path
+from schemas import table
+
 
 class LeakageError(RuntimeError):
     """A test-query family reached a training table."""
@@ -88,9 +91,6 @@ def write_audited(job, df: DataFrame, name: str, **columns) -> int:
     so no reader ever sees leaked rows as the current version.
     """
     from delta.tables import DeltaTable
-
-    from schemas import table
-    from spark_jobs.lib.lake import ensure_table, latest_version, table_path
 
     path = table_path(job.lake, name)
     ensure_table(job.spark, path, table(name))

@@ -1,4 +1,5 @@
-"""Texts for Stage II retrieval: the candidate pool (TAC), BM25 collections, training queries.
+"""Texts for retrieval: the candidate pool (TAC), BM25 collections, training and evaluation
+queries, used by prepare_retrieval (Stage II mining) and prepare_evaluation.
 
 The candidate pool is every training patent (no excluded family) with a TAC view; each
 candidate is represented by the TAC of its primary language for dense retrieval, and by its
@@ -12,9 +13,8 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
+from schemas.defaults import QUERY_VIEWS
 from spark_jobs.lib.pairs import training_views
-
-QUERY_VIEWS = ("ABS", "CLAIM", "DESC", "TAC")
 
 
 def pool_tac(views: DataFrame, excluded: DataFrame) -> DataFrame:
@@ -44,6 +44,26 @@ def bm25_documents(tac: DataFrame) -> DataFrame:
     return tac.select(
         "lang", F.col("publication_number").alias("id"), F.col("text").alias("contents")
     )
+
+
+def write_bm25_collections(tac: DataFrame, out: str, files_per_language: int = 2) -> dict[str, int]:
+    """One Pyserini JsonCollection folder per language under ``out``: {lang: documents}.
+
+    Shared by Stage II mining (prepare_retrieval) and evaluation (prepare_evaluation), so both
+    index exactly the same kind of document.
+    """
+    docs = bm25_documents(tac).persist()
+    counts = {r["lang"]: r["count"] for r in docs.groupBy("lang").count().collect()}
+    for lang in sorted(counts):
+        (
+            docs.where(F.col("lang") == lang)
+            .drop("lang")
+            .repartition(files_per_language)
+            .write.mode("overwrite")
+            .json(f"{out}/{lang}")
+        )
+    docs.unpersist()
+    return dict(sorted(counts.items()))
 
 
 def positives(patents: DataFrame, citations: DataFrame, pool_ids: DataFrame) -> DataFrame:
@@ -83,4 +103,28 @@ def training_queries(
         "view",
         "lang",
         "text",
+    )
+
+
+def evaluation_collection(views: DataFrame) -> DataFrame:
+    """Every TAC of the lake (publication_number, family_id, lang, text): the evaluation's
+    candidates are all patents, test families included (queries exclude their own family)."""
+    return views.where(F.col("view") == "TAC").select(
+        "publication_number", "family_id", "lang", "text"
+    )
+
+
+def family_members(patents: DataFrame) -> DataFrame:
+    """(family_id, members): every publication of each family, sorted."""
+    return patents.groupBy("family_id").agg(
+        F.array_sort(F.collect_list("publication_number")).alias("members")
+    )
+
+
+def evaluation_queries(queries: DataFrame, views: DataFrame) -> DataFrame:
+    """silver/eval_queries in each query view of their language, with the X citations."""
+    return (
+        queries.select("publication_number", "lang", "ipc_section", "x_cited")
+        .join(views.where(F.col("view").isin(*QUERY_VIEWS)), ["publication_number", "lang"])
+        .select("publication_number", "family_id", "lang", "view", "ipc_section", "x_cited", "text")
     )

@@ -7,15 +7,15 @@ from collections import Counter
 
 from pyspark.sql import SparkSession
 
-from spark_jobs.lib import fs
-from spark_jobs.lib.sample import plan as P
-from spark_jobs.lib.sample import records as R
+from lake import fs
+from spark_jobs.lib.sample import plan as sample_plan
+from spark_jobs.lib.sample import records as sample_records
 
 
 def expected_quarantine(kinds: Counter) -> dict[str, int]:
     """Quarantine rows (by reason prefix) that ingest must produce for these corruptions."""
     out: Counter = Counter()
-    for kind, (reason, lines) in R.CORRUPTIONS.items():
+    for kind, (reason, lines) in sample_records.CORRUPTIONS.items():
         out[reason] += kinds.get(kind, 0) * lines
     return dict(out)
 
@@ -27,14 +27,14 @@ def generate(
     seed: int,
     bad_share: float,
     partitions: int | None = None,
-    difficulty: P.Difficulty | None = None,
+    difficulty: sample_plan.Difficulty | None = None,
 ) -> dict:
     """Write the corpus under ``out`` and return its manifest (also written to _manifest.json).
 
-    ``difficulty`` (default: ``P.Difficulty()``, the original corpus) sets the knobs that make
+    ``difficulty`` (default: ``sample_plan.Difficulty()``, the original corpus) sets the knobs that make
     X retrieval harder; the manifest records it.
     """
-    plan = P.build_plan(seed, n_patents, difficulty)
+    plan = sample_plan.build_plan(seed, n_patents, difficulty)
     sc = spark.sparkContext
     shared = sc.broadcast(plan)
     n_parts = partitions or max(2, min(256, n_patents // 20_000 + 1))
@@ -43,13 +43,13 @@ def generate(
     def lines(partition):
         p = shared.value
         for family in partition:
-            for line in R.family_lines(p, family, bad_share):
+            for line in sample_records.family_lines(p, family, bad_share):
                 yield (line,)
 
     def kinds(partition):
         p = shared.value
         for family in partition:
-            yield from R.family_corruptions(p, family, bad_share)
+            yield from sample_records.family_corruptions(p, family, bad_share)
 
     frame = spark.createDataFrame(families.mapPartitions(lines), "value string")
     frame.write.mode("overwrite").option("compression", "gzip").text(out)
@@ -75,7 +75,7 @@ def generate(
         "expected_quarantine": expected_quarantine(corruption_counts),
         "lines": n_patents
         + corruption_counts.get("duplicate_conflict", 0)
-        + corruption_counts.get(R.EXACT_DUPLICATE, 0),
+        + corruption_counts.get(sample_records.EXACT_DUPLICATE, 0),
         "files": len(parts),
     }
     fs.write_text(spark, f"{out}/_manifest.json", json.dumps(manifest, indent=2, sort_keys=True))

@@ -11,7 +11,7 @@ import json
 import random
 from collections.abc import Iterator
 
-from spark_jobs.lib.sample import plan as P
+from spark_jobs.lib.sample import plan as sample_plan
 from spark_jobs.lib.sample.claims_plan import claim_plan
 from spark_jobs.lib.sample.render import render_patent
 
@@ -32,9 +32,9 @@ _LANGUAGE_SPELLINGS = {
 }
 
 
-def corruption_of(plan: P.CorpusPlan, index: int, share: float) -> str | None:
+def corruption_of(plan: sample_plan.CorpusPlan, index: int, share: float) -> str | None:
     """The corruption applied to publication ``index`` (None for a clean record)."""
-    r = P.rng(plan.seed, P._S_BAD, index)
+    r = sample_plan.rng(plan.seed, sample_plan._S_BAD, index)
     roll = r.random()
     if roll < share:
         return sorted(CORRUPTIONS)[int(roll / share * len(CORRUPTIONS)) % len(CORRUPTIONS)]
@@ -53,7 +53,7 @@ def _localized(text: str, lang: str, r: random.Random) -> dict:
     return {"text": text, "language": language, "truncated": False}
 
 
-def _classification(inv: P.Invention, r: random.Random, cluster: int) -> list[dict]:
+def _classification(inv: sample_plan.Invention, r: random.Random, cluster: int) -> list[dict]:
     main = f"{inv.field.key}{cluster % 97 + 1}/{r.choice(['00', '02', '04', '10', '12', '20'])}"
     codes = [main]
     if r.random() < 0.5:
@@ -61,12 +61,14 @@ def _classification(inv: P.Invention, r: random.Random, cluster: int) -> list[di
     return [{"code": c, "inventive": i == 0, "first": i == 0} for i, c in enumerate(codes)]
 
 
-def publication_record(plan: P.CorpusPlan, member: P.Member) -> dict:
+def publication_record(plan: sample_plan.CorpusPlan, member: sample_plan.Member) -> dict:
     """The clean export record of one family member."""
-    inv = P.invention(plan, member.family)
-    claims = claim_plan(inv, P.rng(plan.seed, P._S_TEXT, member.family))
-    r = P.rng(plan.seed, P._S_TEXT, member.family, member.index)
-    abstract_core = P.abstract_core(plan, inv, member)  # None unless abstracts omit features
+    inv = sample_plan.invention(plan, member.family)
+    claims = claim_plan(inv, sample_plan.rng(plan.seed, sample_plan._S_TEXT, member.family))
+    r = sample_plan.rng(plan.seed, sample_plan._S_TEXT, member.family, member.index)
+    abstract_core = sample_plan.abstract_core(
+        plan, inv, member
+    )  # None unless abstracts omit features
     text = render_patent(inv, claims, member.lang, r, abstract_core)
     localized = {k: [_localized(v, member.lang, r)] for k, v in text.items()}
     if member.english_abstract:  # Google adds English title/abstract to many CN/JP documents
@@ -77,7 +79,7 @@ def publication_record(plan: P.CorpusPlan, member: P.Member) -> dict:
     # Real exports disagree on which of type/category holds the relevance letters.
     letters_in_category = r.random() < 0.7
     cites = []
-    for c in P.citations(plan, member):
+    for c in sample_plan.citations(plan, member):
         kind, letters = c.source, c.letters
         cites.append(
             {
@@ -95,7 +97,7 @@ def publication_record(plan: P.CorpusPlan, member: P.Member) -> dict:
         "country_code": member.country,
         "kind_code": member.kind_code,
         "application_kind": member.kind_code[:1],
-        "family_id": P.family_id(member.family),
+        "family_id": sample_plan.family_id(member.family),
         "publication_date": _yyyymmdd(member.publication_date),
         "filing_date": _yyyymmdd(member.filing_date),
         "grant_date": _yyyymmdd(member.publication_date) if member.kind_code.startswith("B") else 0,
@@ -143,19 +145,23 @@ def corrupt(record: dict, kind: str, r: random.Random) -> list[str]:
     return [json.dumps(record, ensure_ascii=False)]
 
 
-def family_lines(plan: P.CorpusPlan, family: int, bad_share: float) -> Iterator[str]:
+def family_lines(plan: sample_plan.CorpusPlan, family: int, bad_share: float) -> Iterator[str]:
     """Every export line of one family, corruptions applied."""
-    for member in P.members(plan, family):
+    for member in sample_plan.members(plan, family):
         record = publication_record(plan, member)
         kind = corruption_of(plan, member.index, bad_share)
         if kind is None:
             yield json.dumps(record, ensure_ascii=False)
         else:
-            yield from corrupt(record, kind, P.rng(plan.seed, P._S_BAD, member.index, 1))
+            yield from corrupt(
+                record, kind, sample_plan.rng(plan.seed, sample_plan._S_BAD, member.index, 1)
+            )
 
 
-def family_corruptions(plan: P.CorpusPlan, family: int, bad_share: float) -> Iterator[str]:
+def family_corruptions(
+    plan: sample_plan.CorpusPlan, family: int, bad_share: float
+) -> Iterator[str]:
     """Corruption kinds of one family's members (cheap: no text is rendered)."""
-    for member in P.members(plan, family):
+    for member in sample_plan.members(plan, family):
         kind = corruption_of(plan, member.index, bad_share)
         yield kind or "clean"

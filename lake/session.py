@@ -1,4 +1,4 @@
-"""The one Spark session factory and the command-line flags every job shares."""
+"""The one Spark session factory and the command-line flags every lake command shares."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ import sys
 from pyspark import SparkConf
 from pyspark.sql import SparkSession
 
-DEFAULT_LAKE = "./lake"
+from lake.jars import maven_coordinates
+
+DEFAULT_LAKE = os.environ.get("XEMBED_LAKE", "./data/lake")
 
 _DELTA_CONF = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
@@ -66,8 +68,6 @@ def _check_delta(spark: SparkSession) -> None:
     try:
         jvm.java.lang.Class.forName("io.delta.tables.DeltaTable")
     except Exception as exc:  # py4j wraps ClassNotFoundException
-        from spark_jobs.lib.delta_jars import maven_coordinates
-
         raise RuntimeError(
             "delta-spark jars are not on Spark's classpath. Run `make setup` for local runs, "
             f"or pass --packages {maven_coordinates()} to spark-submit on a cluster."
@@ -85,13 +85,22 @@ def positive_int(text: str) -> int:
 def job_arguments(description: str) -> argparse.ArgumentParser:
     """An argument parser with the flags every job shares (kebab-case)."""
     parser = argparse.ArgumentParser(description=description)
-    parser.add_argument(
-        "--lake",
-        default=DEFAULT_LAKE,
-        help="lake root: a local path or any Spark URI (s3a://, hdfs://, ...)",
-    )
-    parser.add_argument(
-        "--master", default=None, help="Spark master; default: spark-submit's, else local[*]"
-    )
+    add_lake_arguments(parser)
     parser.add_argument("--run-id", default=None, help="run id recorded in meta/job_runs")
     return parser
+
+
+def add_lake_arguments(parser: argparse.ArgumentParser, required: bool = False) -> None:
+    """``--lake`` and ``--master`` for any command that reads or writes the lake."""
+    parser.add_argument(
+        "--lake",
+        required=required,
+        default=None if required else DEFAULT_LAKE,
+        help="lake root: a local path or any Spark URI (file://, s3a://, hdfs://, ...); "
+        "default $XEMBED_LAKE, else ./data/lake",
+    )
+    parser.add_argument(
+        "--master",
+        default=None,
+        help="Spark master; default: spark-submit's, else $XEMBED_SPARK_MASTER, else local[*]",
+    )

@@ -1,7 +1,7 @@
 """Build the Stage II / evaluation indexes.
 
-    python -m trainer.index bm25  --collections retrieval/bm25 --out retrieval/bm25_index [--threads 2]
-    python -m trainer.index faiss --lake lake --encoder NAME --out retrieval/faiss [--type flat|ivf|hnsw]
+    python -m evaluation.index bm25  --collections retrieval/bm25 --out retrieval/bm25_index [--threads 2]
+    python -m evaluation.index faiss --lake data/lake --encoder NAME --out retrieval/faiss [--type flat|ivf|hnsw]
 
 BM25: one Lucene index per language folder of Pyserini JsonCollection files (zh and ja get
 Pyserini's language analyzers, en the default English one). FAISS: an inner-product index
@@ -15,27 +15,32 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from pyspark.sql import functions as F
 
-from trainer.retrieval import INDEX_TYPES, DenseIndex, build_bm25_index
+from lake import add_lake_arguments, build_session, read_table
+from retrieval.search import INDEX_TYPES, DenseIndex, build_bm25_index
 
 
-def read_embeddings(lake: str, encoder: str, kind: str) -> tuple[list[str], list[str], np.ndarray]:
-    """(ids, langs, vectors) of one encoder and kind from index/embeddings (delta-rs reader)."""
-    import pyarrow.compute as pc
-    from deltalake import DeltaTable
+def read_embeddings(
+    lake: str, encoder: str, kind: str, master: str | None = None
+) -> tuple[list[str], list[str], np.ndarray]:
+    """(ids, langs, vectors) of one encoder and kind from index/embeddings, sorted by id."""
 
-    dataset = DeltaTable(f"{lake.rstrip('/')}/index/embeddings").to_pyarrow_dataset()
-    table = dataset.to_table(
-        filter=(pc.field("encoder") == encoder) & (pc.field("kind") == kind),
-        columns=["id", "lang", "embedding"],
-    ).sort_by("id")
-    if table.num_rows == 0:
-        raise ValueError(f"index/embeddings has no {kind!r} rows for encoder {encoder!r}")
-    flat = table.column("embedding").combine_chunks()
-    vectors = np.asarray(flat.values.to_numpy(zero_copy_only=False), dtype=np.float32).reshape(
-        table.num_rows, -1
+    spark = build_session("xembed-index", master)
+    rows = (
+        read_table(spark, lake, "index/embeddings")
+        .where((F.col("encoder") == encoder) & (F.col("kind") == kind))
+        .select("id", "lang", "embedding")
+        .orderBy("id")
+        .toArrow()
     )
-    return table.column("id").to_pylist(), table.column("lang").to_pylist(), vectors
+    if rows.num_rows == 0:
+        raise ValueError(f"index/embeddings has no {kind!r} rows for encoder {encoder!r}")
+    flat = rows.column("embedding").combine_chunks()
+    vectors = np.asarray(flat.values.to_numpy(zero_copy_only=False), dtype=np.float32).reshape(
+        rows.num_rows, -1
+    )
+    return rows.column("id").to_pylist(), rows.column("lang").to_pylist(), vectors
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -48,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     bm25.add_argument("--out", required=True)
     bm25.add_argument("--threads", type=int, default=2)
     dense = sub.add_parser("faiss", help="FAISS index over the encoder's TAC embeddings")
-    dense.add_argument("--lake", required=True)
+    add_lake_arguments(dense, required=True)
     dense.add_argument(
         "--encoder", required=True, help="encoder name used when the embeddings were written"
     )
@@ -66,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             print(f"bm25 index {lang}: {Path(args.out) / lang}", file=sys.stderr)
         return 0
-    ids, _, vectors = read_embeddings(args.lake, args.encoder, "tac")
+    ids, _, vectors = read_embeddings(args.lake, args.encoder, "tac", args.master)
     DenseIndex.build(ids, vectors, args.type).save(args.out)
     print(
         f"faiss {args.type} index over {len(ids):,} x {vectors.shape[1]} -> {args.out}",

@@ -13,7 +13,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from spark_jobs.lib.sample import plan as P
+from spark_jobs.lib.sample import plan as sample_plan
 from spark_jobs.lib.sample.claims_plan import claim_plan
 from spark_jobs.lib.sample.render import render_patent
 
@@ -23,17 +23,17 @@ def write_sample_stage1_shards(
 ) -> dict:
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    plan = P.build_plan(seed, n_patents)
+    plan = sample_plan.build_plan(seed, n_patents)
     rows = []
     for family in range(plan.n_families):
-        inv = P.invention(plan, family)
+        inv = sample_plan.invention(plan, family)
         claims = claim_plan(inv, random.Random(family))
-        for member in P.members(plan, family):
+        for member in sample_plan.members(plan, family):
             text = render_patent(inv, claims, member.lang, random.Random(member.index))
             rows.append(
                 {
                     "pair_type": "ABS-CLAIM",
-                    "family_id": P.family_id(family),
+                    "family_id": sample_plan.family_id(family),
                     "anchor_id": member.publication_number,
                     "anchor_lang": member.lang,
                     "anchor_view": "ABS",

@@ -1,6 +1,6 @@
 """Tables 1-4 and Figures 2-3 of the paper, from the eval Delta tables.
 
-    python -m trainer.report --lake lake --runs bm25-...,stage1-...,sft-...,xembed-... --out reports/eval \\
+    python -m evaluation.report --lake data/lake --runs bm25-...,stage1-...,sft-...,xembed-... --out reports/eval \\
         [--dim 64] [--compare sft-...,xembed-...]
 
 Writes report.md, report.html, fig2_language_view_differences.png and fig3_macro_hit_at_k.png.
@@ -16,18 +16,16 @@ from pathlib import Path
 
 import pandas as pd
 
+from lake import add_lake_arguments, build_session, read_pandas
+from schemas import defaults
+
 LANG_LABEL = {"zh": "CN", "en": "EN", "ja": "JP"}
-VIEWS = ["ABS", "CLAIM", "DESC", "TAC"]
+VIEWS = list(defaults.QUERY_VIEWS)
 
 
 def load(lake: str, name: str) -> pd.DataFrame:
-    from deltalake import DeltaTable
-
-    path = f"{lake.rstrip('/')}/{name}"
-    try:
-        return DeltaTable(path).to_pandas()
-    except Exception:  # a table that was never written (e.g. no significance tests yet)
-        return pd.DataFrame()
+    """An eval table as pandas; empty (with its columns) when it was never written."""
+    return read_pandas(lake, name)
 
 
 def run_dim(metrics: pd.DataFrame, run: str, dim: int) -> int:
@@ -277,7 +275,7 @@ def _html(sections, figures, runs) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--lake", required=True)
+    add_lake_arguments(parser, required=True)
     parser.add_argument("--runs", required=True, help="comma-separated run ids, in table order")
     parser.add_argument("--out", required=True)
     parser.add_argument("--dim", type=int, default=64)
@@ -290,6 +288,7 @@ def main(argv: list[str] | None = None) -> int:
         help="print the overall / per-language macro Hit@100 of every run (Table 2)",
     )
     args = parser.parse_args(argv)
+    build_session("xembed-report", args.master)  # the session every read below shares
     runs = [r for r in args.runs.split(",") if r]
     compare = tuple(args.compare.split(",")) if args.compare else None
     path = build(args.lake, runs, Path(args.out), args.dim, compare)

@@ -1,4 +1,4 @@
-"""Delta Lake I/O with the table contracts of ``schemas``, and the per-run record.
+"""The record of one job run: pinned reads, contract writes, counters, ``meta/job_runs``.
 
 Every job opens a ``JobRun``: it reads tables at a pinned version, writes through the table
 contract (schema enforcement, idempotent overwrite or partition replace), counts its steps
@@ -9,7 +9,6 @@ wrote and its counters.
 from __future__ import annotations
 
 import json
-import logging
 import sys
 import uuid
 from datetime import UTC, datetime
@@ -17,70 +16,8 @@ from datetime import UTC, datetime
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from schemas import TableSpec, table
-
-log = logging.getLogger("xembed")
-
-
-def table_path(lake: str, name: str) -> str:
-    return f"{lake.rstrip('/')}/{name}"
-
-
-def conform(df: DataFrame, spec: TableSpec) -> DataFrame:
-    """Select ``spec``'s columns in order, cast to the declared types; fail on any mismatch."""
-    missing = [c for c in spec.column_names if c not in df.columns]
-    extra = [c for c in df.columns if c not in spec.column_names]
-    if missing or extra:
-        raise ValueError(
-            f"table {spec.name}: columns do not match the contract "
-            f"(missing {missing or 'none'}, unexpected {extra or 'none'})"
-        )
-    schema = spec.spark_schema()
-    return df.select([F.col(f.name).cast(f.dataType).alias(f.name) for f in schema.fields])
-
-
-def ensure_table(spark: SparkSession, path: str, spec: TableSpec) -> None:
-    """Create the Delta table with the contract's schema, partitioning and comments if absent."""
-    from delta.tables import DeltaTable
-
-    builder = (
-        DeltaTable.createIfNotExists(spark)
-        .location(path)
-        .addColumns(spec.spark_schema())
-        .comment(spec.description)
-    )
-    if spec.partition_by:
-        builder = builder.partitionedBy(*spec.partition_by)
-    builder.execute()
-
-
-def latest_version(spark: SparkSession, path: str) -> int:
-    from delta.tables import DeltaTable
-
-    return int(DeltaTable.forPath(spark, path).history(1).select("version").first()[0])
-
-
-def table_exists(spark: SparkSession, path: str) -> bool:
-    from delta.tables import DeltaTable
-
-    return DeltaTable.isDeltaTable(spark, path)
-
-
-def write_table(
-    spark: SparkSession, df: DataFrame, lake: str, name: str, replace_where: str | None = None
-) -> int:
-    """Overwrite table ``name`` (or the rows matching ``replace_where``); returns the new version.
-
-    Overwrite keeps reruns idempotent: the same input gives the same table, never duplicates.
-    """
-    spec = table(name)
-    path = table_path(lake, name)
-    ensure_table(spark, path, spec)
-    writer = conform(df, spec).write.format("delta").mode("overwrite")
-    if replace_where:
-        writer = writer.option("replaceWhere", replace_where)
-    writer.save(path)
-    return latest_version(spark, path)
+from lake.tables import ensure_table, latest_version, read_table, table_exists, table_path, write_table
+from schemas import table
 
 
 class JobRun:
@@ -119,7 +56,7 @@ class JobRun:
         version = latest_version(self.spark, path)
         if name not in self.outputs:
             self.inputs[name] = version
-        return self.spark.read.format("delta").option("versionAsOf", version).load(path)
+        return read_table(self.spark, self.lake, name, version)
 
     def write(self, df: DataFrame, name: str, replace_where: str | None = None) -> int:
         version = write_table(self.spark, df, self.lake, name, replace_where)

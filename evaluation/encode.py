@@ -1,9 +1,9 @@
 """Encode texts with an xembed (or any HF) encoder into a Parquet file of embeddings.
 
-    python -m trainer.encode --model models/s1 --input texts.parquet --out emb.parquet \\
+    python -m evaluation.encode --model models/s1 --input texts.parquet --out emb.parquet \\
         [--id-column id] [--text-column text] [--lang-column lang --query] [--dims 64]
-    python -m trainer.encode --model M --retrieval retrieval --kind tac|query \\
-        --lake lake --encoder-name miner
+    python -m evaluation.encode --model M --retrieval retrieval --kind tac|query \\
+        --lake data/lake --encoder-name miner
 
 With --lake the embeddings go to the Delta table index/embeddings (written by Spark,
 replacing the rows of that encoder name and kind) instead of --out.
@@ -22,8 +22,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
-import torch.nn.functional as F
+from pyspark.sql import functions as F
+from torch.nn import functional
 
+from lake import build_session, table_path, write_table
 from trainer.encoder import Encoder
 from trainer.models import resolve
 
@@ -52,7 +54,7 @@ def encode_table(
     else:
         emb = encoder.encode_passage(texts, batch_size)
     if dims:
-        emb = F.normalize(emb[:, :dims], dim=-1)
+        emb = functional.normalize(emb[:, :dims], dim=-1)
     return emb
 
 
@@ -69,6 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--out", default=None, help="output Parquet file")
     parser.add_argument("--lake", default=None, help="write to <lake>/index/embeddings instead")
+    parser.add_argument("--master", default=None, help="Spark master of the lake write")
     parser.add_argument("--encoder-name", default=None, help="encoder name in index/embeddings")
     parser.add_argument(
         "--kind",
@@ -117,8 +120,9 @@ def main(argv: list[str] | None = None) -> int:
             table.column(args.id_column).to_pylist(),
             table.column(args.lang_column).to_pylist(),
             emb.numpy(),
+            args.master,
         )
-        target = f"{args.lake}/index/embeddings (encoder={args.encoder_name}, kind={args.kind})"
+        target = f"{table_path(args.lake, 'index/embeddings')} (encoder={args.encoder_name}, kind={args.kind})"
     else:
         vectors = pa.array(emb.numpy().tolist(), type=pa.list_(pa.float32()))
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
@@ -130,19 +134,17 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def write_lake(lake: str, encoder: str, kind: str, ids: list, langs: list, vectors) -> None:
+def write_lake(
+    lake: str, encoder: str, kind: str, ids: list, langs: list, vectors, master: str | None = None
+) -> None:
     """Write embeddings to index/embeddings through Spark (the lake's one writer)."""
     import pandas as pd
-    from pyspark.sql import functions as SF
 
-    from spark_jobs.lib.lake import write_table
-    from spark_jobs.lib.session import build_session
-
-    spark = build_session("xembed-encode", "local[2]")
+    spark = build_session("xembed-encode", master)
     rows = pd.DataFrame({"id": ids, "lang": langs, "embedding": [v.tolist() for v in vectors]})
     frame = spark.createDataFrame(rows, "id string, lang string, embedding array<float>")
     frame = frame.select(
-        SF.lit(encoder).alias("encoder"), SF.lit(kind).alias("kind"), "id", "lang", "embedding"
+        F.lit(encoder).alias("encoder"), F.lit(kind).alias("kind"), "id", "lang", "embedding"
     )
     write_table(
         spark,

@@ -6,7 +6,7 @@ Jars are cached under ``$XEMBED_JAR_CACHE`` (default ``~/.cache/xembed/jars``) a
 verified against Maven's SHA-1 files; later runs need no network. They are copied into
 ``pyspark/jars`` so ``python``, ``pytest`` and ``spark-submit`` all see them without flags.
 
-    python -m spark_jobs.lib.delta_jars install
+    python -m lake.jars install
 """
 
 from __future__ import annotations

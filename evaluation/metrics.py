@@ -5,7 +5,7 @@ One function (:func:`score_queries`) computes every per-query metric; ties are b
 mean over IPC sections A-H of the per-section means ("IPC-section macro"); per language,
 the mean of its views; Overall, the mean of all language x view scores.
 
-    python -m trainer.metrics --run run.trec --qrels qrels.txt [--query-meta meta.tsv] [--k 10,20,100]
+    python -m evaluation.metrics --run run.trec --qrels qrels.txt [--query-meta meta.tsv] [--k 10,20,100]
         [--complete]
 """
 
@@ -18,8 +18,10 @@ import sys
 from collections import defaultdict
 from collections.abc import Iterable
 
+from schemas import defaults
+
 SECTIONS = tuple("ABCDEFGH")
-DEFAULT_CUTOFFS = (10, 20, 50, 100, 200, 500)
+DEFAULT_CUTOFFS = defaults.METRIC_CUTOFFS
 
 
 def ranked(results: Iterable[tuple[str, float]]) -> list[str]:

@@ -1,7 +1,7 @@
 """Retrieval back ends: Pyserini BM25 (one Lucene index per language) and FAISS dense search.
 
 Both are used by candidate mining (Stage II) and by the evaluator. Pyserini needs a JDK >= 21
-(``trainer.java`` finds one); FAISS uses the GPU when faiss-gpu and a device are present.
+(``retrieval.java`` finds one); FAISS uses the GPU when faiss-gpu and a device are present.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from trainer.java import prepare_pyserini_env
+from retrieval.java import prepare_pyserini_env
+from schemas.defaults import BM25_QUERY_CHARS
 
 INDEX_TYPES = ("flat", "ivf", "hnsw")
 
@@ -80,7 +81,7 @@ class Bm25:
         return self._searchers[lang]
 
     def search(
-        self, text: str, lang: str, k: int, max_chars: int = 2000
+        self, text: str, lang: str, k: int, max_chars: int = BM25_QUERY_CHARS
     ) -> list[tuple[str, float]]:
         """[(docid, score)] best first; [] when there is no index for ``lang``."""
         searcher = self.searcher(lang)

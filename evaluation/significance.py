@@ -1,6 +1,6 @@
 """Paired randomization tests between two evaluation runs (the paper reports none).
 
-    python -m trainer.significance --lake lake --a RUN_A --b RUN_B [--metric hit --k 100] [--dim 64]
+    python -m evaluation.significance --lake data/lake --a RUN_A --b RUN_B [--metric hit --k 100] [--dim 64]
 
 For every language x view, every language and Overall, the statistic is the difference of
 the IPC-section macro scores (b - a) on the queries both runs share. The macro is linear in
@@ -18,7 +18,8 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from trainer.metrics import SECTIONS, metrics_from_ranks
+from evaluation.metrics import SECTIONS, metrics_from_ranks
+from lake import add_lake_arguments, build_session, read_pandas, write_rows
 
 
 def per_query_values(rows, metric: str, k: int | None) -> dict[tuple, tuple]:
@@ -101,7 +102,7 @@ def compare(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--lake", required=True)
+    add_lake_arguments(parser, required=True)
     parser.add_argument("--a", required=True, help="baseline run_id (e.g. the SFT control)")
     parser.add_argument("--b", required=True, help="compared run_id (e.g. the two-stage model)")
     parser.add_argument("--metric", default="hit", choices=["hit", "recall", "mrr", "ndcg"])
@@ -114,9 +115,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     k = None if args.metric == "mrr" else (10 if args.metric == "ndcg" else args.k)
 
-    from deltalake import DeltaTable
-
-    per_query = DeltaTable(f"{args.lake.rstrip('/')}/eval/per_query").to_pandas()
+    spark = build_session("xembed-significance", args.master)
+    per_query = read_pandas(args.lake, "eval/per_query", spark)
     values = {}
     for run in (args.a, args.b):
         rows = per_query[per_query.run_id == run]
@@ -129,19 +129,14 @@ def main(argv: list[str] | None = None) -> int:
         values[run] = per_query_values(rows[rows.dim == dim].to_dict("records"), args.metric, k)
     results = compare(values[args.a], values[args.b], args.metric, k, args.permutations, args.seed)
 
-    from schemas import table
-    from spark_jobs.lib.lake import write_table
-    from spark_jobs.lib.session import build_session
-
     now = datetime.now(UTC)
     rows = [
         {"run_a": args.a, "run_b": args.b, "dim": args.dim, "created_at": now, **r} for r in results
     ]
-    spark = build_session("xembed-significance", "local[1]")
     metric_k = f"metric = '{args.metric}' AND " + ("k IS NULL" if k is None else f"k = {k}")
-    write_table(
+    write_rows(
         spark,
-        spark.createDataFrame(rows, table("eval/significance").spark_schema()),
+        rows,
         args.lake,
         "eval/significance",
         replace_where=f"run_a = '{args.a}' AND run_b = '{args.b}' AND dim = {args.dim} AND {metric_k}",

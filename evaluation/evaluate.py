@@ -1,93 +1,87 @@
 """Evaluate a model (or BM25) on X-category retrieval by language x view, per IPC section.
 
-    python -m trainer.evaluate --lake lake --model models/xembed --name xembed [--dims 64,full]
-    python -m trainer.evaluate --lake lake --model bm25 --name bm25
+    spark-submit spark_jobs/prepare_evaluation.py --lake LAKE --out INPUTS      # once
+    python -m evaluation.evaluate --lake LAKE --inputs INPUTS --model models/xembed --name xembed
+    python -m evaluation.evaluate --lake LAKE --inputs INPUTS --model bm25 --name bm25
 
-Candidate collection: the TAC of every patent in the lake (dense: the primary-language
-TAC; BM25: every TAC, one Lucene index per language, searched in the query's language).
-Queries: silver/eval_queries in each of their views (ABS, CLAIM, DESC, TAC, primary
-language) with >= 1 X reference in the collection. The query patent and all members of its
-family are removed from its candidates before scoring. Writes TREC runs, qrels and a
-query-meta TSV under <lake>/runs/<run_id>/, and the Delta tables eval/runs, eval/per_query
-and eval/metrics. The collection and queries are prepared once per version of the input
-tables (<lake>/runs/_inputs/) and shared by every model evaluated on them.
+This command only searches and scores. Its inputs come from ``spark_jobs/prepare_evaluation.py``
+(any Spark URI; copied to a local cache when remote, since Lucene and FAISS read local
+files): the collection (one TAC per patent; dense search), BM25 collections (every TAC, one
+Lucene index per language, searched in the query's language), the evaluation queries in their
+views (ABS, CLAIM, DESC, TAC; primary language) and the families. The query patent and all
+members of its family are removed from its candidates before scoring. Dense search uses the
+same FAISS index code as Stage II mining (``retrieval.search.DenseIndex``). Writes TREC runs,
+qrels and a query-meta TSV under ``<lake>/runs/<run_id>/`` and the Delta tables eval/runs,
+eval/per_query and eval/metrics (any Spark URI).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
-import uuid
+import tempfile
 from collections import defaultdict
 from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
+import pyarrow.parquet as pq
 
-from trainer import metrics as M
+from evaluation import metrics
+from lake import (
+    JobRun,
+    add_lake_arguments,
+    build_session,
+    fs,
+    join,
+    latest_version,
+    table_path,
+    write_rows,
+)
+from retrieval.search import Bm25, DenseIndex, build_bm25_index
+from schemas import defaults
+from trainer.models import resolve
 
-QUERY_VIEWS = ("ABS", "CLAIM", "DESC", "TAC")
+MANIFEST = "_manifest.json"  # written last by prepare_evaluation
+CACHE = Path.home() / ".cache" / "xembed" / "evaluation"
 
 
-INPUT_TABLES = ("silver/patents", "silver/views", "silver/eval_queries")
+class StaleInputsError(RuntimeError):
+    """The prepared inputs were built from other versions of the lake's tables."""
 
 
-def prepared_inputs(job, lake: str) -> tuple[Path, dict, list[dict]]:
-    """(folder, families, queries) for the lake's current input versions, prepared once.
+def read_inputs(spark, lake: str, inputs: str, cache: Path) -> tuple[Path, dict, dict, list[dict]]:
+    """(local folder, manifest, families, queries) of prepare_evaluation's output.
 
-    Every model of a comparison is scored on the same collection and queries, so the first
-    evaluation of these Delta versions writes them under ``<lake>/runs/_inputs/<versions>/``
-    (collection Parquet, BM25 collections, families and queries as JSON) and later ones
-    read that folder back instead of repeating the Spark work.
+    Fails when the inputs are incomplete or were prepared from other table versions than the
+    lake's current ones: a model must never be scored on a stale collection.
     """
-    frames = {name: job.read(name) for name in INPUT_TABLES}  # records the versions read
-    key = "-".join(f"{n.split('/')[1]}{job.inputs[n]}" for n in INPUT_TABLES)
-    folder = Path(lake) / "runs" / "_inputs" / key
-    if not (folder / "inputs.json").exists():
-        staging = folder.with_name(f"{key}.tmp-{uuid.uuid4().hex[:8]}")
-        members, queries = load_inputs(*frames.values(), staging)
-        (staging / "inputs.json").write_text(
-            json.dumps({"members": members, "queries": queries}, ensure_ascii=False)
+    folder = fs.fetch(spark, inputs, cache)
+    if not (folder / MANIFEST).exists():
+        raise FileNotFoundError(
+            f"{inputs} holds no {MANIFEST}: run spark_jobs/prepare_evaluation.py "
+            f"--lake {lake} --out {inputs} first"
         )
-        try:
-            staging.rename(folder)
-        except OSError:  # a concurrent evaluation prepared the same versions first
-            shutil.rmtree(staging, ignore_errors=True)
-    job.info(f"inputs {folder}")
-    saved = json.loads((folder / "inputs.json").read_text())
-    return folder, saved["members"], saved["queries"]
-
-
-def load_inputs(patents, views, queries, work: Path) -> tuple[dict, list[dict]]:
-    """Write the collection (Parquet, BM25 collections) under ``work``; return (families, queries)."""
-    from pyspark.sql import functions as F
-
-    from spark_jobs.lib import retrieval as R
-
-    work.mkdir(parents=True, exist_ok=True)
-    tac = views.where(F.col("view") == "TAC").select(
-        "publication_number", "family_id", "lang", "text"
-    )
-    R.candidates(patents, tac).write.mode("overwrite").parquet(str(work / "collection"))
-    docs = R.bm25_documents(tac)
-    for lang in [r["lang"] for r in docs.select("lang").distinct().collect()]:
-        docs.where(F.col("lang") == lang).drop("lang").write.mode("overwrite").json(
-            str(work / "bm25" / lang)
-        )
-    members = {
-        r["family_id"]: list(r["m"])
-        for r in patents.groupBy("family_id")
-        .agg(F.collect_list("publication_number").alias("m"))
-        .collect()
+    manifest = json.loads((folder / MANIFEST).read_text())
+    stale = {
+        name: (version, latest_version(spark, table_path(lake, name)))
+        for name, version in manifest["delta_versions"].items()
+        if latest_version(spark, table_path(lake, name)) != version
     }
-    rows = (
-        queries.select("publication_number", "lang", "ipc_section", "x_cited")
-        .join(views.where(F.col("view").isin(*QUERY_VIEWS)), ["publication_number", "lang"])
-        .select("publication_number", "family_id", "lang", "view", "ipc_section", "x_cited", "text")
-    )
-    return members, [r.asDict() for r in rows.collect()]
+    if stale:
+        raise StaleInputsError(
+            f"{inputs} was prepared from other table versions than the lake's "
+            + ", ".join(f"{n} v{a} (lake: v{b})" for n, (a, b) in sorted(stale.items()))
+            + "; rerun spark_jobs/prepare_evaluation.py"
+        )
+    families = {
+        r["family_id"]: list(r["members"]) for r in pq.read_table(folder / "families").to_pylist()
+    }
+    queries = pq.read_table(folder / "queries").to_pylist()
+    for q in queries:
+        q["x_cited"] = list(q["x_cited"] or [])
+    return folder, manifest, families, queries
 
 
 def search_dense(
@@ -99,9 +93,9 @@ def search_dense(
     batch_size: int,
 ) -> dict[int, list[list[tuple[str, float]]]]:
     """dim -> per query [(doc, score)] best first, ``depth`` deep, from FAISS inner product."""
-    import faiss
     import pyarrow.dataset as ds
-    import torch.nn.functional as F
+    import torch
+    from torch.nn import functional
 
     ids: list[str] = []
     chunks = []
@@ -110,8 +104,6 @@ def search_dense(
     ):
         ids.extend(batch.column("id").to_pylist())
         chunks.append(encoder.encode_passage(batch.column("text").to_pylist(), batch_size))
-    import torch
-
     docs = torch.cat(chunks)
     qvec = encoder.encode_query(
         [q["text"] for q in queries], [q["lang"] for q in queries], batch_size
@@ -119,11 +111,10 @@ def search_dense(
     out = {}
     for dim in dims:
         d = dim or docs.shape[1]
-        dv = F.normalize(docs[:, :d], dim=-1).numpy().astype(np.float32)
-        qv = F.normalize(qvec[:, :d], dim=-1).numpy().astype(np.float32)
-        index = faiss.IndexFlatIP(d)
-        index.add(dv)
-        scores, rows = index.search(qv, min(depth, len(ids)))
+        doc_vectors = functional.normalize(docs[:, :d], dim=-1).numpy().astype(np.float32)
+        query_vectors = functional.normalize(qvec[:, :d], dim=-1).numpy().astype(np.float32)
+        index = DenseIndex.build(ids, doc_vectors, "flat")
+        scores, rows = index.search(query_vectors, depth)
         out[d] = [
             [(ids[j], float(s)) for j, s in zip(rows[i], scores[i], strict=True) if j >= 0]
             for i in range(len(queries))
@@ -135,8 +126,6 @@ def search_bm25(
     inputs: Path, work: Path, queries: list[dict], depth: int
 ) -> dict[int, list[list[tuple[str, float]]]]:
     """BM25 top-``depth`` per query from Lucene indexes built under ``work`` from ``inputs``."""
-    from trainer.retrieval import Bm25, build_bm25_index
-
     index_root = work / "bm25_index"
     for folder in sorted((inputs / "bm25").iterdir()):
         if folder.is_dir() and not (index_root / folder.name).exists():
@@ -181,11 +170,11 @@ def evaluate_results(
                 runs[(q["lang"], q["view"])][qid] = exclude_family(found, banned, depth)
         rows = []
         for (lang, view), run in sorted(runs.items()):
-            M.write_run(str(out_dir / f"{lang}_{view}_{dim}.trec"), run, tag)
-            scored = M.score_queries(run, {qid: qrels[qid] for qid in run}, cutoffs)
+            metrics.write_run(str(out_dir / f"{lang}_{view}_{dim}.trec"), run, tag)
+            scored = metrics.score_queries(run, {qid: qrels[qid] for qid in run}, cutoffs)
             for qid, values in scored.items():
                 q = meta[qid]
-                ranks = M.relevant_ranks(M.ranked(run[qid]), qrels[qid])
+                ranks = metrics.relevant_ranks(metrics.ranked(run[qid]), qrels[qid])
                 per_query.append(
                     {
                         "query_id": q["publication_number"],
@@ -199,8 +188,10 @@ def evaluate_results(
                     }
                 )
                 rows.append({"lang": lang, "view": view, "ipc_section": q["ipc_section"], **values})
-        aggregated += [{**r, "dim": dim} for r in M.aggregate(rows, names)]
-    M.write_qrels(str(out_dir / "qrels.txt"), {q: r for q, r in qrels.items() if q in effective})
+        aggregated += [{**r, "dim": dim} for r in metrics.aggregate(rows, names)]
+    metrics.write_qrels(
+        str(out_dir / "qrels.txt"), {q: r for q, r in qrels.items() if q in effective}
+    )
     with open(out_dir / "query_meta.tsv", "w", encoding="utf-8") as f:
         f.write("qid\tlang\tview\tipc_section\n")
         for qid in sorted(effective):
@@ -212,9 +203,6 @@ def evaluate_results(
 def write_tables(
     spark, lake: str, run_row: dict, per_query: list[dict], aggregated: list[dict]
 ) -> None:
-    from schemas import table
-    from spark_jobs.lib.lake import write_table
-
     run_id, name = run_row["run_id"], run_row["name"]
     tables = {
         "eval/runs": [run_row],
@@ -222,55 +210,61 @@ def write_tables(
         "eval/metrics": [{"run_id": run_id, "name": name, **r} for r in aggregated],
     }
     for target, rows in tables.items():  # a rerun of the same run id replaces its rows
-        frame = spark.createDataFrame(rows, table(target).spark_schema())
-        write_table(spark, frame, lake, target, replace_where=f"run_id = '{run_id}'")
+        write_rows(spark, rows, lake, target, replace_where=f"run_id = '{run_id}'")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--lake", required=True)
+    add_lake_arguments(parser, required=True)
+    parser.add_argument(
+        "--inputs", required=True, help="spark_jobs/prepare_evaluation.py output (any URI)"
+    )
     parser.add_argument("--model", required=True, help="model folder, builtin:..., or bm25")
     parser.add_argument(
         "--name", required=True, help="row label in the tables (e.g. xembed, sft, bm25)"
     )
     parser.add_argument(
-        "--dims", default="64,full", help="dense dims to evaluate; 'full' = model dim"
+        "--dims", default=defaults.EVAL_DIMS, help="dense dims to evaluate; 'full' = model dim"
     )
-    parser.add_argument("--cutoffs", default=",".join(map(str, M.DEFAULT_CUTOFFS)))
+    parser.add_argument("--cutoffs", default=",".join(map(str, defaults.METRIC_CUTOFFS)))
     parser.add_argument("--run-id", default=None)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument(
         "--max-length", type=int, default=None, help="override the model's max tokens"
+    )
+    parser.add_argument(
+        "--cache",
+        default=str(CACHE),
+        help="local copies of remote inputs (Lucene/FAISS read files)",
     )
     args = parser.parse_args(argv)
     cutoffs = sorted({int(k) for k in args.cutoffs.split(",")})
     dims = [None if d == "full" else int(d) for d in args.dims.split(",")]
     run_id = args.run_id or f"{args.name}-{datetime.now(UTC):%Y%m%dT%H%M%S}"
 
-    from spark_jobs.lib.lake import JobRun
-    from spark_jobs.lib.session import build_session
-
-    spark = build_session("xembed-evaluate", "local[2]")
-    out_dir = Path(args.lake) / "runs" / run_id
-    out_dir.mkdir(parents=True, exist_ok=True)
-    with JobRun(spark, args.lake, "evaluate", vars(args), run_id=run_id) as job:
-        inputs, members, queries = prepared_inputs(job, args.lake)
+    spark = build_session("xembed-evaluate", args.master)
+    runs_uri = join(args.lake, "runs", run_id)
+    with (
+        JobRun(spark, args.lake, "evaluate", vars(args), run_id=run_id) as job,
+        tempfile.TemporaryDirectory(prefix="xembed-eval-") as scratch,
+    ):
+        inputs, manifest, members, queries = read_inputs(
+            spark, args.lake, args.inputs, Path(args.cache)
+        )
+        job.inputs.update(manifest["delta_versions"])
+        out_dir = fs.local_path(runs_uri) or Path(scratch) / "run"
+        out_dir.mkdir(parents=True, exist_ok=True)
         largest_family = max((len(m) for m in members.values()), default=1)
         depth = max(cutoffs) + largest_family
-        import pyarrow.dataset as ds
-
         collection_ids = set(
-            ds.dataset(str(inputs / "collection"), format="parquet")
-            .to_table(columns=["id"])
-            .column("id")
-            .to_pylist()
+            pq.read_table(inputs / "collection", columns=["id"]).column("id").to_pylist()
         )
         if args.model == "bm25":
-            results = search_bm25(inputs, out_dir, queries, depth)
+            results = search_bm25(inputs, Path(scratch), queries, depth)
             model_path, used_dims = None, [0]
         else:
+            # deferred: torch and transformers load only for dense models, not for BM25 runs
             from trainer.encoder import Encoder
-            from trainer.models import resolve
 
             model_path = resolve(args.model)
             encoder = Encoder.from_pretrained(model_path)
@@ -283,6 +277,7 @@ def main(argv: list[str] | None = None) -> int:
         per_query, aggregated = evaluate_results(
             results, queries, members, collection_ids, cutoffs, out_dir, args.name
         )
+        fs.publish(spark, out_dir, runs_uri)
         run_row = {
             "run_id": run_id,
             "name": args.name,

@@ -3,9 +3,9 @@
 300,000 candidates x 64 dims (random unit vectors: the search cost does not depend on the
 model), 1,000 queries with a few relevant documents each; FAISS exact inner-product search
 to depth 500 + family exclusion + all metrics, on the CPUs of this machine. Then the same
-run and qrels scored by trainer.metrics and by ranx, as a ratio in one process.
+run and qrels scored by evaluation.metrics and by ranx, as a ratio in one process.
 
-    python benchmarks/evaluation.py --candidates 300000 --queries 1000
+    python benchmarks/eval_metrics.py --candidates 300000 --queries 1000
 """
 
 from __future__ import annotations
@@ -44,8 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     import faiss
     from ranx import Qrels, Run, evaluate
 
-    from trainer.evaluate import exclude_family
-    from trainer.metrics import DEFAULT_CUTOFFS, score_queries
+    from evaluation.evaluate import exclude_family
+    from evaluation.metrics import DEFAULT_CUTOFFS, score_queries
 
     rng = np.random.default_rng(0)
     docs = rng.standard_normal((args.candidates, args.dim), dtype=np.float32)
@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
 
     print(
         f"{args.queries / search_s:.0f} queries/s search + scoring; metrics: ranx takes "
-        f"{ranx_s / ours_s:.2f}x the time of trainer.metrics"
+        f"{ranx_s / ours_s:.2f}x the time of evaluation.metrics"
     )
     write_result(
         "evaluation",

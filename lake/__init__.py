@@ -1,0 +1,42 @@
+"""The lake layer: Spark sessions with Delta, table paths, contract-enforcing reads and writes,
+the per-run record and file-system helpers for any Spark URI.
+
+Every package that touches the lake goes through here (``spark_jobs``, ``evaluation``,
+``trainer``'s registry, ``expectations``); it imports only ``schemas``. Import cost stays low:
+pyspark is imported by the modules below, not by this file's callers' callers.
+"""
+
+from lake import fs
+from lake.runs import JobRun
+from lake.session import add_lake_arguments, build_session, job_arguments, positive_int
+from lake.tables import (
+    conform,
+    ensure_table,
+    join,
+    latest_version,
+    read_table,
+    table_exists,
+    table_path,
+    read_pandas,
+    write_rows,
+    write_table,
+)
+
+__all__ = [
+    "JobRun",
+    "add_lake_arguments",
+    "build_session",
+    "conform",
+    "ensure_table",
+    "job_arguments",
+    "join",
+    "fs",
+    "latest_version",
+    "positive_int",
+    "read_table",
+    "table_exists",
+    "table_path",
+    "read_pandas",
+    "write_rows",
+    "write_table",
+]

@@ -1,0 +1,118 @@
+"""Delta tables under a lake root (any Spark URI), read and written through their contracts.
+
+``table_path`` is the one place a table's location is computed; ``write_table`` enforces the
+contract of ``schemas`` (columns, types, partitioning) and keeps reruns idempotent.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from schemas import TableSpec, table
+from lake.session import build_session
+
+def table_path(lake: str, name: str) -> str:
+    """``<lake>/<name>`` for a registered table; the lake may be a path or any Spark URI."""
+    table(name)  # unknown names fail here, with the list of known ones
+    return join(lake, name)
+
+
+def join(root: str, *parts: str) -> str:
+    """``root/part/...`` for a local path or a URI (``file://``, ``s3a://``, ``hdfs://``).
+
+    ``file:///x`` becomes ``file:/x``, the form Hadoop qualifies local paths to: Delta compares
+    table locations as strings and refuses the same table under two spellings.
+    """
+    if root.startswith("file:///"):
+        root = "file:/" + root.removeprefix("file:///")
+    return "/".join([root.rstrip("/"), *(p.strip("/") for p in parts)])
+
+
+def conform(df: DataFrame, spec: TableSpec) -> DataFrame:
+    """Select ``spec``'s columns in order, cast to the declared types; fail on any mismatch."""
+    missing = [c for c in spec.column_names if c not in df.columns]
+    extra = [c for c in df.columns if c not in spec.column_names]
+    if missing or extra:
+        raise ValueError(
+            f"table {spec.name}: columns do not match the contract "
+            f"(missing {missing or 'none'}, unexpected {extra or 'none'})"
+        )
+    schema = spec.spark_schema()
+    return df.select([F.col(f.name).cast(f.dataType).alias(f.name) for f in schema.fields])
+
+
+def ensure_table(spark: SparkSession, path: str, spec: TableSpec) -> None:
+    """Create the Delta table with the contract's schema, partitioning and comments if absent."""
+    from delta.tables import DeltaTable
+
+    builder = (
+        DeltaTable.createIfNotExists(spark)
+        .location(path)
+        .addColumns(spec.spark_schema())
+        .comment(spec.description)
+    )
+    if spec.partition_by:
+        builder = builder.partitionedBy(*spec.partition_by)
+    builder.execute()
+
+
+def latest_version(spark: SparkSession, path: str) -> int:
+    from delta.tables import DeltaTable
+
+    return int(DeltaTable.forPath(spark, path).history(1).select("version").first()[0])
+
+
+def table_exists(spark: SparkSession, path: str) -> bool:
+    from delta.tables import DeltaTable
+
+    return DeltaTable.isDeltaTable(spark, path)
+
+
+def write_table(
+    spark: SparkSession, df: DataFrame, lake: str, name: str, replace_where: str | None = None
+) -> int:
+    """Overwrite table ``name`` (or the rows matching ``replace_where``); returns the new version.
+
+    Overwrite keeps reruns idempotent: the same input gives the same table, never duplicates.
+    """
+    spec = table(name)
+    path = table_path(lake, name)
+    ensure_table(spark, path, spec)
+    writer = conform(df, spec).write.format("delta").mode("overwrite")
+    if replace_where:
+        writer = writer.option("replaceWhere", replace_where)
+    writer.save(path)
+    return latest_version(spark, path)
+
+
+def read_table(spark: SparkSession, lake: str, name: str, version: int | None = None) -> DataFrame:
+    """Table ``name`` at ``version`` (default: the latest); a clear error when it is missing."""
+    path = table_path(lake, name)
+    if not table_exists(spark, path):
+        raise FileNotFoundError(
+            f"table {name} does not exist at {path}; run the job that writes it first"
+        )
+    reader = spark.read.format("delta")
+    if version is not None:
+        reader = reader.option("versionAsOf", version)
+    return reader.load(path)
+
+
+def write_rows(
+    spark: SparkSession, rows: list[dict], lake: str, name: str, replace_where: str | None = None
+) -> int:
+    """Write Python rows (dicts) to table ``name`` through its contract; returns the new version."""
+    frame = spark.createDataFrame(rows, table(name).spark_schema())
+    return write_table(spark, frame, lake, name, replace_where)
+
+
+def read_pandas(lake: str, name: str, spark: SparkSession | None = None):
+    """Table ``name`` as a pandas DataFrame (latest version) through Spark, the lake's one
+    reader for every URI; an empty frame with the contract's columns if it was never written."""
+    import pandas as pd
+
+    spark = spark or build_session(f"xembed-read-{name.replace('/', '-')}")
+    if not table_exists(spark, table_path(lake, name)):
+        return pd.DataFrame(columns=table(name).column_names)
+    return read_table(spark, lake, name).toPandas()

@@ -1,0 +1,24 @@
+"""Shared constants and defaults: one place for values that several commands must agree on.
+
+The Spark jobs, the trainer, the evaluation commands and the Airflow DAG's params all read
+these, so a change here changes every default at once.
+"""
+
+from __future__ import annotations
+
+# Text views of a patent in silver/views (FIC: first independent claim).
+VIEWS = ("ABS", "CLAIM", "DESC", "TAC", "FIC")
+# The paper's four query views: Stage II training queries and evaluation queries.
+QUERY_VIEWS = ("ABS", "CLAIM", "DESC", "TAC")
+# Patents filed on or after this date with X citations are evaluation queries (split).
+EVAL_CUTOFF = "2025-01-01"
+# Stage II: unique candidates per query view from BM25 united with dense retrieval.
+MINE_K = 2000
+# Characters of a query's text that BM25 searches with (Lucene's clause limit).
+BM25_QUERY_CHARS = 2000
+# Stage II examples held out for validation (build_triplets and the trainer).
+VALIDATION_SIZE = 2000
+# Rank cutoffs of Hit@K and Recall@K in evaluation.
+METRIC_CUTOFFS = (10, 20, 50, 100, 200, 500)
+# Matryoshka dimensions evaluated by default ("full" = the model's own dimension).
+EVAL_DIMS = "64,full"
