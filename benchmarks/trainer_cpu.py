@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(1, str(Path(__file__).resolve().parents[1]))  # tests.sample_shards
 from _common import machine, write_result
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -12,7 +12,7 @@ from pyspark.sql import SparkSession
 
 from lake import JobRun, build_session, job_arguments, positive_int
 from spark_jobs.lib import pairs as pair_rules
-from spark_jobs.lib.leakage import write_audited
+from spark_jobs.lib.leakage import training_views, write_audited
 
 
 def run(
@@ -32,9 +32,7 @@ def run(
         "seed": seed,
     }
     with JobRun(spark, lake, "build_pairs", args, run_id) as job:
-        views = pair_rules.training_views(
-            job.read("silver/views"), job.read("silver/excluded_families")
-        )
+        views = training_views(job.read("silver/views"), job.read("silver/excluded_families"))
         candidates = pair_rules.candidate_pairs(pair_rules.view_keys(views), recipe).persist(
             StorageLevel.MEMORY_AND_DISK
         )

@@ -23,12 +23,11 @@ from pyspark.sql import functions as F
 
 from lake import JobRun, build_session, job_arguments, positive_int
 from retrieval.search import Bm25, DenseIndex, union_candidates
-from schemas import defaults
+from schemas import defaults, table
 
-OUTPUT_SCHEMA = (
-    "query_id string, query_view string, query_lang string, cand_id string, "
-    "dense_score float, bm25_rank int, bm25_score float, n_available int"
-)
+CANDIDATES = table("gold/stage2_candidates")  # the contract is the output schema
+# mapInPandas output; nullability is enforced by the contract when the table is written
+OUTPUT_SCHEMA = CANDIDATES.ddl().replace(" NOT NULL", "")
 _OPEN: dict = {}  # indexes opened in this Python worker, by path
 
 
@@ -64,19 +63,7 @@ def mine(
                 out.append(
                     (q.query_id, q.view, q.lang, doc, float(score), rank, bm25_score, len(union))
                 )
-        result = pd.DataFrame(
-            out,
-            columns=[
-                "query_id",
-                "query_view",
-                "query_lang",
-                "cand_id",
-                "dense_score",
-                "bm25_rank",
-                "bm25_score",
-                "n_available",
-            ],
-        )
+        result = pd.DataFrame(out, columns=CANDIDATES.column_names)
         yield result.astype(
             {
                 "bm25_rank": "Int32",

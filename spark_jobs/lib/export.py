@@ -16,7 +16,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lake import fs
-from spark_jobs.lib.pairs import uniform
+from spark_jobs.lib.sampling import uniform
 
 FORMATS = ("parquet", "swift_jsonl")
 _HASH_MOD = 2_305_843_009_213_693_951  # 2**61 - 1

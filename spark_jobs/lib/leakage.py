@@ -27,6 +27,12 @@ class LeakageReport:
     examples: tuple[str, ...]
 
 
+def training_views(views: DataFrame, excluded_families: DataFrame) -> DataFrame:
+    """Views of families that may be used for training (evaluation families removed)."""
+    banned = F.broadcast(excluded_families.select("family_id").distinct())
+    return views.join(banned, "family_id", "left_anti")
+
+
 def excluded_publications(patents: DataFrame, excluded_families: DataFrame) -> DataFrame:
     """publication_number of every member of an excluded family."""
     fams = excluded_families.select("family_id").distinct()

@@ -9,6 +9,8 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from spark_jobs.lib.sampling import uniform
+
 # pair type -> (anchor view, positive view, how the two sides relate)
 RECIPES: dict[str, dict[str, tuple[str, str, str]]] = {
     "xembed": {
@@ -29,13 +31,6 @@ PAIR_COLUMNS = (
     "positive_view",
     "family_id",
 )
-_PRIME = 2_147_483_647  # hash -> [0, 1) bucket modulus
-
-
-def training_views(views: DataFrame, excluded_families: DataFrame) -> DataFrame:
-    """Views of families that may be used for training (evaluation families removed)."""
-    banned = F.broadcast(excluded_families.select("family_id").distinct())
-    return views.join(banned, "family_id", "left_anti")
 
 
 def view_keys(views: DataFrame) -> DataFrame:
@@ -109,13 +104,6 @@ def drop_duplicate_texts(pairs: DataFrame) -> DataFrame:
     keep = F.min(F.struct(*[F.col(c) for c in PAIR_COLUMNS[1:]], "anchor_hash", "positive_hash"))
     grouped = pairs.groupBy("pair_type", lo, hi).agg(keep.alias("k"))
     return grouped.select("pair_type", "k.*")
-
-
-def uniform(seed: int, *columns: str) -> Column:
-    """A deterministic pseudo-random number in [0, 1) from the seed and the row's keys."""
-    return F.pmod(F.xxhash64(F.lit(seed), *[F.col(c) for c in columns]), F.lit(_PRIME)) / F.lit(
-        float(_PRIME)
-    )
 
 
 _KEY = ("pair_type", "anchor_id", "anchor_lang", "positive_id", "positive_lang")

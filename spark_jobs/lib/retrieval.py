@@ -14,7 +14,8 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from schemas.defaults import QUERY_VIEWS
-from spark_jobs.lib.pairs import training_views
+from spark_jobs.lib.citations import resolved_x
+from spark_jobs.lib.leakage import training_views
 
 
 def pool_tac(views: DataFrame, excluded: DataFrame) -> DataFrame:
@@ -68,7 +69,7 @@ def write_bm25_collections(tac: DataFrame, out: str, files_per_language: int = 2
 
 def positives(patents: DataFrame, citations: DataFrame, pool_ids: DataFrame) -> DataFrame:
     """(query_id, positive_id, positive_family_id): resolved X citations into the pool."""
-    x = citations.where(F.col("is_x") & F.col("resolved")).select(
+    x = resolved_x(citations).select(
         F.col("citing").alias("query_id"),
         F.col("cited").alias("positive_id"),
         F.col("cited_family_id").alias("positive_family_id"),

@@ -7,12 +7,12 @@ from datetime import date
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from spark_jobs.lib.citations import resolved_x
+
 
 def x_citations_in_corpus(citations: DataFrame) -> DataFrame:
     """Resolved X citations to a different family (a family citing itself is no prior art)."""
-    return citations.where(F.col("is_x") & F.col("resolved")).select(
-        "citing", "cited", "cited_family_id"
-    )
+    return resolved_x(citations).select("citing", "cited", "cited_family_id")
 
 
 def eval_queries(patents: DataFrame, citations: DataFrame, cutoff: date) -> DataFrame:

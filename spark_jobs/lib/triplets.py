@@ -10,7 +10,8 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from spark_jobs.lib.pairs import uniform
+from spark_jobs.lib.citations import resolved_a_only
+from spark_jobs.lib.sampling import uniform
 
 PER_STRATUM = 4
 CORNERS = ("HH", "HL", "LH", "LL")
@@ -109,7 +110,7 @@ def corner_counts(sampled: DataFrame) -> DataFrame:
 def a_citation_rows(citations: DataFrame) -> DataFrame:
     """Resolved A-category citations (no X or Y letter) as (query_id, cand_id)."""
     return (
-        citations.where(F.col("is_a") & ~F.col("is_x") & ~F.col("is_y") & F.col("resolved"))
+        resolved_a_only(citations)
         .select(F.col("citing").alias("query_id"), F.col("cited").alias("cand_id"))
         .distinct()
     )
