@@ -166,7 +166,7 @@ def test_encode_cli_writes_the_encoders_embeddings(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from trainer import encode
+    from evaluation import encode
 
     pq.write_table(
         pa.table({"id": ["a", "b"], "text": ["a cup", "a lid"], "lang": ["en", "en"]}),
