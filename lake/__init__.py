@@ -7,7 +7,7 @@ pyspark is imported by the modules below, not by this file's callers' callers.
 """
 
 from lake import fs
-from lake.runs import JobRun
+from lake.runs import EmptyTableError, JobRun
 from lake.session import add_lake_arguments, build_session, job_arguments, positive_int
 from lake.tables import (
     conform,
@@ -23,6 +23,7 @@ from lake.tables import (
 )
 
 __all__ = [
+    "EmptyTableError",
     "JobRun",
     "add_lake_arguments",
     "build_session",

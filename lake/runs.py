@@ -20,6 +20,10 @@ from lake.tables import ensure_table, latest_version, read_table, table_exists, 
 from schemas import table
 
 
+class EmptyTableError(RuntimeError):
+    """A job would replace a table with nothing, or read an empty input (see --allow-empty)."""
+
+
 class JobRun:
     """Context of one job run: pinned reads, contract writes, counters, run log row."""
 
@@ -30,6 +34,7 @@ class JobRun:
         job: str,
         args: dict | None = None,
         run_id: str | None = None,
+        allow_empty: bool | None = None,
     ):
         self.spark = spark
         self.lake = lake
@@ -40,6 +45,8 @@ class JobRun:
         self.outputs: dict[str, int] = {}
         self.metrics: dict[str, int] = {}
         self.started_at = datetime.now(UTC)
+        # an empty input or output is an error unless the caller says it is meant
+        self.allow_empty = bool(self.args.get("allow_empty")) if allow_empty is None else allow_empty
 
     # -- I/O ------------------------------------------------------------------------------
     def read(self, name: str) -> DataFrame:
@@ -54,11 +61,25 @@ class JobRun:
                 "run the job that writes it first"
             )
         version = latest_version(self.spark, path)
+        frame = read_table(self.spark, self.lake, name, version)
         if name not in self.outputs:
             self.inputs[name] = version
-        return read_table(self.spark, self.lake, name, version)
+            if not (self.allow_empty or table(name).may_be_empty) and frame.isEmpty():
+                raise EmptyTableError(
+                    f"{self.job}: input table {name} is empty (version {version}); "
+                    "refusing to build on it (pass --allow-empty if that is meant)"
+                )
+        return frame
 
     def write(self, df: DataFrame, name: str, replace_where: str | None = None) -> int:
+        """Write ``name`` through its contract; an empty result is refused before any commit
+        unless the table may be empty or the run allows it (``--allow-empty``)."""
+        if not (self.allow_empty or table(name).may_be_empty) and df.isEmpty():
+            raise EmptyTableError(
+                f"{self.job}: {name} would be empty; nothing was written"
+                + (f" (the earlier outputs {sorted(self.outputs)} were)" if self.outputs else "")
+                + ". Check the input, or pass --allow-empty if an empty table is meant"
+            )
         version = write_table(self.spark, df, self.lake, name, replace_where)
         self.outputs[name] = version
         self.info(f"wrote {name} (version {version})")

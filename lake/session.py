@@ -87,6 +87,11 @@ def job_arguments(description: str) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=description)
     add_lake_arguments(parser)
     parser.add_argument("--run-id", default=None, help="run id recorded in meta/job_runs")
+    parser.add_argument(
+        "--allow-empty",
+        action="store_true",
+        help="allow an empty input table or an empty output (default: fail, write nothing)",
+    )
     return parser
 
 

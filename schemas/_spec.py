@@ -23,6 +23,8 @@ class TableSpec:
     keys: tuple[str, ...] = ()
     partition_by: tuple[str, ...] = ()
     extra: dict = field(default_factory=dict)
+    # False: a job refuses to write it empty, or to read it empty as an input (--allow-empty)
+    may_be_empty: bool = False
 
     @property
     def column_names(self) -> list[str]:

@@ -61,6 +61,7 @@ BRONZE_CITATIONS = TableSpec(
         col("cited_family_id", "string", "family of the cited publication when resolved"),
     ),
     keys=("citing", "citation_index"),
+    may_be_empty=True,
 )
 
 QUARANTINE = TableSpec(
@@ -75,6 +76,7 @@ QUARANTINE = TableSpec(
         req("ingested_at", "timestamp"),
     ),
     partition_by=("stage",),
+    may_be_empty=True,
 )
 
 # --- silver -----------------------------------------------------------------------------
@@ -145,6 +147,7 @@ SILVER_CLAIMS = TableSpec(
         ),
     ),
     keys=("publication_number", "lang", "claim_number"),
+    may_be_empty=True,
 )
 
 SILVER_EVAL_QUERIES = TableSpec(
@@ -160,6 +163,7 @@ SILVER_EVAL_QUERIES = TableSpec(
         req("n_x_cited", "int"),
     ),
     keys=("publication_number",),
+    may_be_empty=True,
 )
 
 SILVER_EXCLUDED_FAMILIES = TableSpec(
@@ -170,6 +174,7 @@ SILVER_EXCLUDED_FAMILIES = TableSpec(
         req("query_publication_numbers", "array<string>"),
     ),
     keys=("family_id",),
+    may_be_empty=True,
 )
 
 # --- gold (training data) ---------------------------------------------------------------
@@ -272,6 +277,7 @@ GOLD_STAGE2_DROPPED = TableSpec(
         req("reason", "string"),
         req("count", "bigint"),
     ),
+    may_be_empty=True,
 )
 
 # --- evaluation, models, data quality, run log ----------------------------------------
@@ -288,6 +294,7 @@ EVAL_RUNS = TableSpec(
         req("created_at", "timestamp"),
     ),
     keys=("run_id",),
+    may_be_empty=True,
 )
 
 EVAL_PER_QUERY = TableSpec(
@@ -307,6 +314,7 @@ EVAL_PER_QUERY = TableSpec(
         req("n_x", "int", "X references of the query in the collection"),
     ),
     keys=("run_id", "query_id", "view", "dim"),
+    may_be_empty=True,
 )
 
 EVAL_METRICS = TableSpec(
@@ -324,6 +332,7 @@ EVAL_METRICS = TableSpec(
         req("value", "double"),
         req("n_queries", "int"),
     ),
+    may_be_empty=True,
 )
 
 EVAL_SIGNIFICANCE = TableSpec(
@@ -346,6 +355,7 @@ EVAL_SIGNIFICANCE = TableSpec(
         req("created_at", "timestamp"),
     ),
     keys=("run_a", "run_b", "lang", "view", "dim", "metric", "k"),
+    may_be_empty=True,
 )
 
 MODELS_REGISTRY = TableSpec(
@@ -365,6 +375,7 @@ MODELS_REGISTRY = TableSpec(
         req("created_at", "timestamp"),
     ),
     keys=("model_id",),
+    may_be_empty=True,
 )
 
 DQ_RESULTS = TableSpec(
@@ -385,6 +396,7 @@ DQ_RESULTS = TableSpec(
         req("validated_at", "timestamp"),
     ),
     partition_by=("table_name",),
+    may_be_empty=True,
 )
 
 META_JOB_RUNS = TableSpec(
@@ -402,6 +414,7 @@ META_JOB_RUNS = TableSpec(
         req("started_at", "timestamp"),
         req("finished_at", "timestamp"),
     ),
+    may_be_empty=True,
 )
 
 TABLES: dict[str, TableSpec] = {

@@ -11,6 +11,7 @@ from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 
 from lake import JobRun, build_session, job_arguments, positive_int
+from lake.cli import run_job
 from spark_jobs.lib import pairs as pair_rules
 from spark_jobs.lib.leakage import training_views, write_audited
 
@@ -42,6 +43,15 @@ def run(
         if family_cap:
             pairs = pair_rules.cap_per_family(pairs, family_cap, seed)
         counts = {r["pair_type"]: r["count"] for r in pairs.groupBy("pair_type").count().collect()}
+        available = sum(counts.values())
+        if max_pairs is not None and max_pairs > available:
+            # exactly N is impossible: say so, and record the shortfall in the counters
+            job.count("max_pairs_requested", max_pairs)
+            job.count("max_pairs_shortfall", max_pairs - available)
+            job.info(
+                f"WARNING: --max-pairs {max_pairs:,} asked for more pairs than the "
+                f"{available:,} available; writing all {available:,}"
+            )
         if max_pairs is not None:
             pairs = pair_rules.sample_pairs(
                 pairs, pair_rules.quotas(counts, max_pairs), counts, seed
@@ -95,7 +105,8 @@ def main(argv: list[str] | None = None) -> int:
         "--max-pairs",
         type=positive_int,
         default=None,
-        help="sample this many pairs, proportionally across pair types",
+        help="sample exactly this many pairs, proportionally across pair types (fewer only "
+        "when fewer exist: a warning and the max_pairs_shortfall counter say so)",
     )
     parser.add_argument(
         "--family-cap",
@@ -120,4 +131,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_job("build_pairs", main))

@@ -15,6 +15,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lake import JobRun, build_session, job_arguments, positive_int
+from lake.cli import run_job
 from schemas import defaults
 from spark_jobs.lib import retrieval as retrieval_inputs
 from spark_jobs.lib import triplets as triplet_rules
@@ -167,4 +168,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_job("build_triplets", main))

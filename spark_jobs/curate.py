@@ -13,6 +13,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from lake import JobRun, build_session, job_arguments
+from lake.cli import run_job
 from spark_jobs.lib import curate as curation
 
 
@@ -59,4 +60,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_job("curate", main))

@@ -1,5 +1,9 @@
 """Export a training dataset from the lake into streamable shards with a manifest.
 
+The rows are audited for test-family leakage before any shard is written (the job fails
+and writes nothing on a leak); the manifest records the passed audit, and the trainer
+refuses shards whose manifest lacks it.
+
     spark-submit spark_jobs/export_training.py --lake data/lake --dataset stage1|stage2|stage2_validation \
         --format parquet|swift_jsonl --out DIR [--rows-per-shard N] [--max-chars N]
 """
@@ -11,7 +15,9 @@ import sys
 from pyspark.sql import SparkSession
 
 from lake import JobRun, build_session, job_arguments, positive_int
+from lake.cli import run_job
 from spark_jobs.lib import export as export_rules
+from spark_jobs.lib.leakage import audit_no_leakage
 
 _STAGE2_KEYS = ("query_id", "query_view", "positive_id")
 DATASETS = {
@@ -22,6 +28,16 @@ DATASETS = {
     ),
     "stage2": ("gold/stage2_examples", _STAGE2_KEYS),
     "stage2_validation": ("gold/stage2_validation", _STAGE2_KEYS),
+}
+_STAGE2_AUDIT = {
+    "id_columns": ("query_id", "positive_id"),
+    "id_array_columns": ("negative_ids",),
+    "family_columns": ("family_id",),
+}
+AUDITED_COLUMNS = {  # dataset -> the columns of its rows that name patents and families
+    "stage1": {"id_columns": ("anchor_id", "positive_id"), "family_columns": ("family_id",)},
+    "stage2": _STAGE2_AUDIT,
+    "stage2_validation": _STAGE2_AUDIT,
 }
 
 
@@ -56,6 +72,10 @@ def run(
             rows = export_rules.stage2_rows(
                 job.read(table), job.read("silver/views"), job.read("silver/patents"), max_chars
             )
+        # the consumer audits what it is about to write: a leaked row never reaches a shard
+        patents, excluded = job.read("silver/patents"), job.read("silver/excluded_families")
+        audit = audit_no_leakage(rows, table, patents, excluded, **AUDITED_COLUMNS[dataset])
+        job.count("audit_rows", audit.rows_checked)
         shards = export_rules.write_shards(spark, rows, out, fmt, rows_per_shard, seed, keys)
         counts, content_hash = export_rules.shard_counts_and_hash(spark, out, fmt)
         manifest = {
@@ -72,6 +92,11 @@ def run(
             "max_chars": max_chars,
             "seed": seed,
             "run_id": job.run_id,
+            "leakage_audit": {
+                "status": "passed",
+                "rows_checked": audit.rows_checked,
+                "excluded_families_version": job.inputs["silver/excluded_families"],
+            },
         }
         export_rules.write_manifest(spark, out, manifest)
         job.count("rows", manifest["rows"])
@@ -111,4 +136,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_job("export_training", main))

@@ -12,6 +12,7 @@ import json
 import sys
 
 from lake import build_session
+from lake.cli import run_job
 from spark_jobs.lib.sample.generate import generate
 from spark_jobs.lib.sample.plan import DIFFICULTY_PRESETS, Difficulty
 
@@ -97,4 +98,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_job("generate_sample", main))

@@ -13,6 +13,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lake import JobRun, build_session, job_arguments
+from lake.cli import run_job
 from spark_jobs.lib import ingest as ingestion
 
 FORMATS = ("google_patents", "canonical")
@@ -130,4 +131,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_job("ingest", main))

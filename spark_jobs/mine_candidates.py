@@ -22,6 +22,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from lake import JobRun, build_session, job_arguments, positive_int
+from lake.cli import run_job
 from retrieval.search import Bm25, DenseIndex, union_candidates
 from schemas import defaults, table
 
@@ -153,4 +154,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_job("mine_candidates", main))

@@ -14,6 +14,7 @@ import sys
 from pyspark.sql import SparkSession
 
 from lake import JobRun, build_session, fs, job_arguments
+from lake.cli import run_job
 from spark_jobs.lib import retrieval as retrieval_inputs
 
 
@@ -64,4 +65,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_job("prepare_retrieval", main))

@@ -12,6 +12,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from lake import JobRun, build_session, job_arguments
+from lake.cli import run_job
 from schemas import defaults
 from spark_jobs.lib import split as splitting
 from spark_jobs.lib.leakage import LeakageError
@@ -65,4 +66,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_job("split", main))

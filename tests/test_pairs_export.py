@@ -164,6 +164,9 @@ def test_family_cap_and_max_pairs_sample_deterministically(spark, corpus):
     assert first <= EXPECTED
     counts = first_frame.pair_type.value_counts().to_dict()
     assert counts == quotas({"ABS-CLAIM": 5, "CLAIM-DESC": 3, "ABS-ABS": 4, "CLAIM-CLAIM": 3}, 7)
+    # more than available: all of them, with a warning and the shortfall in the counters
+    metrics = build_pairs.run(spark, corpus, max_pairs=5000, seed=5)
+    assert metrics["pairs_written"] == 15 and metrics["max_pairs_shortfall"] == 5000 - 15
 
 
 def test_quotas_are_proportional_and_exact():

@@ -37,6 +37,12 @@ def read_manifest(folder: str) -> dict:
             f"{folder}: no _manifest.json (export the data with spark_jobs/export_training.py)"
         )
     manifest = json.loads(path.read_text())
+    audit = manifest.get("leakage_audit") or {}
+    if audit.get("status") != "passed":
+        raise ValueError(
+            f"{folder}: the manifest records no passed leakage audit; export the data with "
+            "spark_jobs/export_training.py, which audits every row before writing"
+        )
     if manifest.get("format") != "parquet":
         raise ValueError(
             f"{folder}: the trainer reads Parquet shards, got format {manifest.get('format')!r}"

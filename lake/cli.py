@@ -1,0 +1,49 @@
+"""One clear line on failure: every job's entry point runs through ``run_job``.
+
+A failing job prints ``<job>: <cause>`` (the table, file or value the error names) and the
+path of a log file holding the full Python and Java traces; the failed run itself is already
+recorded in ``meta/job_runs`` by ``JobRun``. Exit status 1 (130 on Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+
+def log_dir() -> Path:
+    return Path(os.environ.get("XEMBED_LOG_DIR", Path.home() / ".cache" / "xembed" / "logs"))
+
+
+def one_line(exc: BaseException) -> str:
+    """The cause of ``exc`` in one line: the Java exception for JVM errors, else the message."""
+    java = getattr(exc, "java_exception", None)
+    if java is not None:  # py4j: report the root Java cause, not the py4j wrapper
+        cause = java
+        while cause.getCause() is not None:
+            cause = cause.getCause()
+        text = str(cause.toString())
+    else:
+        text = str(exc) or type(exc).__name__
+    first = next((line.strip() for line in text.splitlines() if line.strip()), text)
+    return first if len(first) <= 500 else first[:497] + "..."
+
+
+def run_job(job: str, main: Callable[[], int]) -> int:
+    """Run ``main``; on an error print one line and keep the traces in a log file."""
+    try:
+        return main()
+    except KeyboardInterrupt:
+        print(f"{job}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        folder = log_dir()
+        folder.mkdir(parents=True, exist_ok=True)
+        log = folder / f"{job}-{datetime.now(UTC):%Y%m%dT%H%M%S}-{os.getpid()}.log"
+        log.write_text(traceback.format_exc(), encoding="utf-8")
+        print(f"{job}: {one_line(exc)} (trace: {log})", file=sys.stderr, flush=True)
+        return 1

@@ -1,0 +1,109 @@
+"""Fault suite: empty inputs never replace good data, leaks stop at the exporter, failures
+print one line. Each test replays a case of the fault campaign (README: Reliability)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from deltalake import DeltaTable
+
+from lake import EmptyTableError
+from spark_jobs import build_pairs, curate, export_training, ingest
+from spark_jobs.lib.leakage import LeakageError
+from trainer.data import read_manifest
+
+REPO = Path(__file__).resolve().parents[2]
+pytestmark = [pytest.mark.spark, pytest.mark.faults]
+
+
+def _copy_lake(pipeline, tmp_path) -> str:
+    """A private copy of the session's pipeline lake (so faults never touch shared tables)."""
+    _, _, lake, _ = pipeline
+    copy = tmp_path / "lake"
+    shutil.copytree(lake, copy)
+    return str(copy)
+
+
+def _state(lake: str, name: str) -> tuple[int, int]:
+    table = DeltaTable(f"{lake}/{name}")
+    return table.version(), len(table.to_pandas())
+
+
+def test_an_empty_input_fails_and_leaves_a_good_lake_as_it_was(spark, pipeline, tmp_path):
+    lake = _copy_lake(pipeline, tmp_path)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    before = {t: _state(lake, t) for t in ("bronze/publications", "bronze/citations", "quarantine")}
+    with pytest.raises(EmptyTableError, match="bronze/publications would be empty"):
+        ingest.run(spark, lake, str(empty), "google_patents")
+    assert {t: _state(lake, t) for t in before} == before
+    runs = DeltaTable(f"{lake}/meta/job_runs").to_pandas()
+    assert runs.sort_values("finished_at").iloc[-1][["job", "status"]].tolist() == [
+        "ingest",
+        "failed",
+    ]
+
+
+def test_allow_empty_commits_it_and_curate_then_refuses_the_empty_bronze(spark, tmp_path):
+    lake, empty = str(tmp_path / "lake"), tmp_path / "empty"
+    empty.mkdir()
+    ingest.run(spark, lake, str(empty), "google_patents", args={"allow_empty": True})
+    assert _state(lake, "bronze/publications")[1] == 0
+    with pytest.raises(EmptyTableError, match="input table bronze/publications is empty"):
+        curate.run(spark, lake)
+    assert not (tmp_path / "lake" / "silver" / "views").exists()
+
+
+def test_a_failing_job_prints_one_line_naming_the_job_and_cause(tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    done = subprocess.run(
+        [
+            *(sys.executable, "spark_jobs/ingest.py", "--lake", str(tmp_path / "lake")),
+            *("--input", str(empty), "--master", "local[1]"),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "XEMBED_LOG_DIR": str(tmp_path / "logs")},
+    )
+    assert done.returncode == 1
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("ingest: ingest: bronze/publications would be empty"), last
+    assert "Traceback" not in done.stderr
+    log = Path(last.rsplit("(trace: ", 1)[1].rstrip(")"))
+    assert "EmptyTableError" in log.read_text()
+
+
+def test_an_appended_leak_stops_the_exporter_before_any_shard(spark, pipeline, tmp_path):
+    lake = _copy_lake(pipeline, tmp_path)
+    build_pairs.run(spark, lake, seed=3)
+    pairs = spark.read.format("delta").load(f"{lake}/gold/stage1_pairs")
+    excluded = spark.read.format("delta").load(f"{lake}/silver/excluded_families").first()
+    patents = spark.read.format("delta").load(f"{lake}/silver/patents")
+    member = patents.where(patents.family_id == excluded["family_id"]).first()
+    row = pairs.limit(1).toPandas()
+    row.loc[0, ["anchor_id", "family_id"]] = [member["publication_number"], member["family_id"]]
+    spark.createDataFrame(row, pairs.schema).write.format("delta").mode("append").save(
+        f"{lake}/gold/stage1_pairs"
+    )
+    out = tmp_path / "shards"
+    with pytest.raises(LeakageError, match=member["publication_number"]):
+        export_training.run(spark, lake, "stage1", "parquet", str(out))
+    assert not out.exists() or not any(out.iterdir())
+
+
+def test_the_trainer_refuses_shards_without_a_passed_audit(tmp_path):
+    manifest = {"dataset": "stage1", "format": "parquet", "rows": 0, "shards": []}
+    (tmp_path / "_manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(ValueError, match="no passed leakage audit"):
+        read_manifest(str(tmp_path))
+    manifest["leakage_audit"] = {"status": "passed", "rows_checked": 0}
+    (tmp_path / "_manifest.json").write_text(json.dumps(manifest))
+    assert read_manifest(str(tmp_path))["rows"] == 0
