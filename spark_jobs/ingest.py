@@ -57,6 +57,7 @@ def run(
             quarantine = quarantine.unionByName(orphans)
         else:
             cites = ingestion.explode_citations(keep)
+            job.count("dropped_null_citation_entries", ingestion.null_citation_entries(keep))
         job.write_quarantine(quarantine)
         job.write(ingestion.resolve_citations(cites, publications), "bronze/citations")
 

@@ -183,6 +183,14 @@ def test_citation_letters_from_either_field_and_in_real_variety(spark):
     assert rows[2]["is_y"] and rows[2]["is_a"]
 
 
+def test_null_citation_entries_are_dropped_and_counted_not_turned_into_rows(spark):
+    cites = [None, {"publication_number": "CN-1-A", "type": "SEA", "category": "X"}, None]
+    rows = citation_rows(spark, cites)
+    assert [(r["cited"], r["citation_index"]) for r in rows] == [("CN-1-A", 1)]
+    parsed = ingestion.parse_google_patents(lines_frame(spark, [gp_record(citation=cites)]))
+    assert ingestion.null_citation_entries(parsed) == 2
+
+
 def test_source_code_with_letter_characters_is_not_read_as_letters(spark):
     # EXA consists of relevance-letter characters (E, X, A) but is a source code.
     (row,) = citation_rows(spark, [{"publication_number": "CN-1-A", "type": "EXA", "category": ""}])

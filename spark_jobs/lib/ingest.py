@@ -380,10 +380,11 @@ def _citation_columns(
 
 
 def explode_citations(records: DataFrame) -> DataFrame:
-    """One row per entry of the records' ``citation`` arrays (unresolved)."""
+    """One row per non-null entry of the records' ``citation`` arrays (unresolved); null
+    entries carry nothing to keep and are counted by ``null_citation_entries``."""
     exploded = records.select(
         F.trim("publication_number").alias("_citing"), F.posexplode("citation").alias("_i", "c")
-    )
+    ).where(F.col("c").isNotNull())
     c = F.col("c")
     return exploded.select(
         *_citation_columns(
@@ -396,6 +397,14 @@ def explode_citations(records: DataFrame) -> DataFrame:
             c.category,
         )
     )
+
+
+def null_citation_entries(records: DataFrame) -> int:
+    """How many entries of the records' ``citation`` arrays are null (dropped, counted)."""
+    counted = records.select(
+        F.coalesce(F.sum(F.size(F.filter("citation", lambda c: c.isNull()))), F.lit(0)).alias("n")
+    )
+    return int(counted.first()["n"])
 
 
 def canonical_citations(citations: DataFrame) -> DataFrame:
