@@ -210,7 +210,14 @@ def test_export_round_trip_parquet_and_swift_jsonl(spark, corpus, tmp_path):
     for r in rows.itertuples():
         assert r.anchor_text == texts[(r.anchor_id, r.anchor_lang, r.anchor_view)]
         assert r.positive_text == texts[(r.positive_id, r.positive_lang, r.positive_view)]
-    assert set(manifest["delta_versions"]) == {"gold/stage1_pairs", "silver/views"}
+    assert set(manifest["delta_versions"]) == {
+        "gold/stage1_pairs",
+        "silver/views",
+        "silver/patents",  # read by the leakage audit of the rows written
+        "silver/excluded_families",
+    }
+    assert manifest["leakage_audit"]["status"] == "passed"
+    assert manifest["leakage_audit"]["rows_checked"] == len(EXPECTED)
     again = export_training.run(spark, corpus, "stage1", "parquet", str(out), rows_per_shard=6)
     assert (
         again["content_hash"] == manifest["content_hash"] and again["shards"] == manifest["shards"]

@@ -88,8 +88,19 @@ def test_an_appended_leak_stops_the_exporter_before_any_shard(spark, pipeline, t
     excluded = spark.read.format("delta").load(f"{lake}/silver/excluded_families").first()
     patents = spark.read.format("delta").load(f"{lake}/silver/patents")
     member = patents.where(patents.family_id == excluded["family_id"]).first()
-    row = pairs.limit(1).toPandas()
-    row.loc[0, ["anchor_id", "family_id"]] = [member["publication_number"], member["family_id"]]
+    view = (
+        spark.read.format("delta")
+        .load(f"{lake}/silver/views")
+        .where(f"publication_number = '{member['publication_number']}'")
+        .first()
+    )
+    row = pairs.limit(1).toPandas()  # the planted pair names a real text of the excluded family
+    row.loc[0, ["anchor_id", "anchor_lang", "anchor_view", "family_id"]] = [
+        member["publication_number"],
+        view["lang"],
+        view["view"],
+        member["family_id"],
+    ]
     spark.createDataFrame(row, pairs.schema).write.format("delta").mode("append").save(
         f"{lake}/gold/stage1_pairs"
     )
