@@ -30,7 +30,9 @@ PARAM = "{{ params.%s }}"
 LAKE, WORK = PARAM % "lake", PARAM % "work_dir"
 MASTER, SEED = PARAM % "spark_master", PARAM % "seed"
 TAG = "{{ params.run_tag or ts_nodash }}"
-SUBMIT = f"spark-submit --master {MASTER} spark_jobs"
+# the driver JVM is started by spark-submit: its memory must be a submit argument (a session
+# builder's spark.driver.memory comes too late), hence --driver-memory here
+SUBMIT = f"spark-submit --master {MASTER} --driver-memory {PARAM % 'driver_memory'} spark_jobs"
 PROFILE = "configs/{{ params.profile }}.yaml"
 # each profile's base model (the paper profile's Qwen3-Embedding-0.6B is a local path: base_model)
 PROFILE_MODELS = {"cpu-e5": "builtin:me5-small", "cpu-small": "builtin:qwen3-tiny", "paper": ""}
@@ -101,6 +103,7 @@ def evaluate(model: str, name: str) -> str:
             description="extra generate_sample.py flags, e.g. '--difficulty hard'",
         ),
         "spark_master": Param("local[2]", type="string"),
+        "driver_memory": Param("4g", type="string", description="spark-submit --driver-memory"),
         "seed": Param(7, type="integer"),
         "eval_cutoff": Param(defaults.EVAL_CUTOFF, type="string", format="date"),
         "mine_k": Param(

@@ -12,7 +12,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from lake import JobRun, build_session, job_arguments
+from lake import JobRun, build_session, job_arguments, positive_int
 from lake.cli import run_job
 from spark_jobs.lib import ingest as ingestion
 
@@ -26,6 +26,7 @@ def run(
     fmt: str,
     run_id: str | None = None,
     args: dict | None = None,
+    max_record_bytes: int = ingestion.MAX_RECORD_BYTES,
 ) -> dict[str, int]:
     """Ingest ``input_path``; returns the run's counters."""
     if fmt not in FORMATS:
@@ -34,7 +35,9 @@ def run(
     with JobRun(spark, lake, "ingest", args or {"input": input_path, "format": fmt}, run_id) as job:
         canonical_cites = None
         if fmt == "google_patents":
-            records = ingestion.parse_google_patents(ingestion.read_lines(spark, input_path))
+            records = ingestion.parse_google_patents(
+                ingestion.read_lines(spark, input_path), max_record_bytes
+            )
         else:
             records, canonical_cites = ingestion.read_canonical(spark, input_path)
 
@@ -125,9 +128,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = job_arguments(__doc__.splitlines()[0])
     parser.add_argument("--input", required=True, help="export folder or file (any Spark URI)")
     parser.add_argument("--format", choices=FORMATS, default="google_patents")
+    parser.add_argument(
+        "--max-record-bytes",
+        type=positive_int,
+        default=ingestion.MAX_RECORD_BYTES,
+        help="lines above this size are quarantined as record_too_large, never parsed",
+    )
     args = parser.parse_args(argv)
     spark = build_session("xembed-ingest", args.master)
-    run(spark, args.lake, args.input, args.format, args.run_id, vars(args))
+    run(spark, args.lake, args.input, args.format, args.run_id, vars(args), args.max_record_bytes)
     return 0
 
 

@@ -33,6 +33,30 @@ def test_unparseable_json(spark, line):
     assert one_reason(spark, line) == "unparseable_json"
 
 
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("ipc", "G06F 16/00"),  # a string where an array of codes belongs
+        ("claims_localized", {"text": "1. A cup.", "language": "en"}),  # an object, not a list
+        ("citation", {"publication_number": "CN-1-A"}),
+    ],
+)
+def test_a_wrongly_typed_field_is_named_not_called_unparseable(spark, field, value):
+    assert one_reason(spark, gp_record(**{field: value})) == f"invalid_field:{field}"
+
+
+def test_a_record_over_the_size_limit_is_quarantined_before_parsing(spark):
+    record = json.dumps(gp_record(), ensure_ascii=False)
+    lines = lines_frame(spark, [record, gp_record(number="US-2-A1", abstract="A.")])
+    limit = len(record.encode("utf-8")) - 1
+    parsed = ingestion.with_validation(ingestion.parse_google_patents(lines, limit))
+    rows = {r["raw"][:40]: r for r in parsed.collect()}
+    big = next(r for r in rows.values() if r["too_large"])
+    assert big["reason"] == "record_too_large" and big["publication_number"] is None
+    assert big["raw"] == record and big["record_bytes"] == limit + 1
+    assert sorted(r["reason"] or "ok" for r in rows.values()) == ["ok", "record_too_large"]
+
+
 @pytest.mark.parametrize("number", [None, "", "   "])
 def test_missing_publication_number(spark, number):
     assert (

@@ -28,6 +28,9 @@ LOCALIZED_FIELDS = (
 )
 VIEW_TEXT_FIELDS = ("abstract_localized", "claims_localized", "description_localized")
 RECORD_FIELDS = tuple(name for name, _ in GOOGLE_PATENTS_FIELDS)
+# Lines above this size are quarantined as record_too_large before any JSON parsing.
+MAX_RECORD_BYTES = 32 * 1024 * 1024
+QUARANTINED_PREFIX_CHARS = 65_536  # what quarantine keeps of such a line (source_file has it all)
 # Search-report source codes; the other field of the type/category pair holds the letters.
 CITATION_SOURCES = (
     "SEA",
@@ -65,20 +68,54 @@ def read_lines(spark: SparkSession, path: str) -> DataFrame:
     return lines.where(F.trim("value") != "")
 
 
-def parse_google_patents(lines: DataFrame) -> DataFrame:
-    """Parse export lines: the record fields, ``raw``, ``source_file`` and ``corrupt``."""
+def parse_google_patents(lines: DataFrame, max_record_bytes: int = MAX_RECORD_BYTES) -> DataFrame:
+    """Parse export lines: the record fields, ``raw``, ``source_file``, ``corrupt``,
+    ``bad_field`` (the first top-level field whose value has the wrong JSON type) and
+    ``too_large`` (lines over ``max_record_bytes``: never parsed, kept truncated in ``raw``)."""
+    too_large = F.octet_length("value") > F.lit(max_record_bytes)
+    text = F.when(~too_large, F.col("value"))
     rec = F.from_json(
-        "value",
+        text,
         google_patents_ddl(),
         {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT_RECORD},
     )
-    parsed = lines.select(F.col("value").alias("raw"), "source_file", rec.alias("rec"))
+    parsed = lines.select(
+        F.when(too_large, F.substring("value", 1, QUARANTINED_PREFIX_CHARS))
+        .otherwise(F.col("value"))
+        .alias("raw"),
+        "source_file",
+        too_large.alias("too_large"),
+        F.octet_length("value").alias("record_bytes"),
+        rec.alias("rec"),
+        F.when(F.col("rec").isNull() | F.col(f"rec.{CORRUPT_RECORD}").isNotNull(), text).alias(
+            "_bad_text"
+        ),
+    )
     return parsed.select(
         "raw",
         "source_file",
         *[F.col(f"rec.{name}").alias(name) for name in RECORD_FIELDS],
         F.col(f"rec.{CORRUPT_RECORD}").isNotNull().alias("corrupt"),
+        first_mistyped_field(F.col("_bad_text")).alias("bad_field"),
+        "too_large",
+        "record_bytes",
     )
+
+
+def first_mistyped_field(text: Column) -> Column:
+    """For a JSON object that failed to parse: the first top-level field whose value does
+    not have the declared type (e.g. ``ipc`` given as a string); null when the text is not
+    a JSON object at all (then it is ``unparseable_json``)."""
+    values = F.from_json(text, "map<string,string>")  # each value as its JSON text
+    bad = F.lit(None).cast("string")
+    for name, ddl in reversed(GOOGLE_PATENTS_FIELDS):
+        if ddl == "string":  # Spark reads any JSON value into a string field: never mistyped
+            continue
+        value = values.getItem(name)
+        wrapped = F.from_json(F.concat(F.lit('{"v":'), value, F.lit("}")), f"v {ddl}")
+        mistyped = value.isNotNull() & wrapped.getField("v").isNull()
+        bad = F.when(mistyped, F.lit(name)).otherwise(bad)
+    return F.when(text.isNotNull() & values.isNotNull(), bad)
 
 
 def _read_any(spark: SparkSession, path: str, ddl: str) -> DataFrame:
@@ -147,6 +184,9 @@ def read_canonical(spark: SparkSession, path: str) -> tuple[DataFrame, DataFrame
         )
         .alias("citation"),
         F.col(CORRUPT_RECORD).isNotNull().alias("corrupt"),
+        F.lit(None).cast("string").alias("bad_field"),
+        F.lit(False).alias("too_large"),
+        F.lit(None).cast("int").alias("record_bytes"),
     )
     citations = _read_any(
         spark,
@@ -225,7 +265,12 @@ def quarantine_reason(records: DataFrame) -> Column:
     published = parse_date(F.col("publication_date"))
     filed = parse_date(F.col("filing_date"))
     return (
-        F.when(F.col("corrupt"), F.lit("unparseable_json"))
+        F.when(F.col("too_large"), F.lit("record_too_large"))
+        .when(
+            F.col("corrupt") & F.col("bad_field").isNotNull(),
+            F.concat(F.lit("invalid_field:"), "bad_field"),
+        )
+        .when(F.col("corrupt"), F.lit("unparseable_json"))
         .when(_blank(F.col("publication_number")), F.lit("missing_publication_number"))
         .when(
             _blank(F.col("family_id")) | F.trim("family_id").isin("0", "-1"),

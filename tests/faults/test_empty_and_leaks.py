@@ -118,3 +118,30 @@ def test_the_trainer_refuses_shards_without_a_passed_audit(tmp_path):
     manifest["leakage_audit"] = {"status": "passed", "rows_checked": 0}
     (tmp_path / "_manifest.json").write_text(json.dumps(manifest))
     assert read_manifest(str(tmp_path))["rows"] == 0
+
+
+def test_a_50_mb_garbage_line_is_quarantined_under_spark_submit_defaults(tmp_path):
+    """spark-submit with its default 1 GB driver: the huge line is never parsed."""
+    from tests.conftest import gp_record
+
+    folder = tmp_path / "export"
+    folder.mkdir()
+    good = [json.dumps(gp_record(number=f"US-{i}-A1", family=str(100 + i))) for i in range(3)]
+    garbage = "x" * (50 * 1024 * 1024)
+    (folder / "part-0.jsonl").write_text("\n".join([good[0], garbage, *good[1:]]) + "\n")
+    lake = tmp_path / "lake"
+    done = subprocess.run(
+        [
+            *("spark-submit", "--master", "local[1]", "spark_jobs/ingest.py"),
+            *("--lake", str(lake), "--input", str(folder)),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    quarantine = DeltaTable(f"{lake}/quarantine").to_pandas()
+    assert quarantine.reason.tolist() == ["record_too_large"]
+    assert len(quarantine.record.iloc[0]) == 65_536  # a prefix; source_file names the file
+    assert len(DeltaTable(f"{lake}/bronze/publications").to_pandas()) == 3
