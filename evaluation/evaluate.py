@@ -18,6 +18,7 @@ eval/per_query and eval/metrics (any Spark URI).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 import tempfile
@@ -57,17 +58,20 @@ def read_inputs(spark, lake: str, inputs: str, cache: Path) -> tuple[Path, dict,
     Fails when the inputs are incomplete or were prepared from other table versions than the
     lake's current ones: a model must never be scored on a stale collection.
     """
-    folder = fs.fetch(spark, inputs, cache)
-    if not (folder / MANIFEST).exists():
+    if not fs.exists(spark, join(inputs, MANIFEST)):
         raise FileNotFoundError(
             f"{inputs} holds no {MANIFEST}: run spark_jobs/prepare_evaluation.py "
             f"--lake {lake} --out {inputs} first"
         )
-    manifest = json.loads((folder / MANIFEST).read_text())
+    text = fs.read_text(spark, join(inputs, MANIFEST))
+    manifest = json.loads(text)
+    current = {
+        name: latest_version(spark, table_path(lake, name)) for name in manifest["delta_versions"]
+    }
     stale = {
-        name: (version, latest_version(spark, table_path(lake, name)))
+        name: (version, current[name])
         for name, version in manifest["delta_versions"].items()
-        if latest_version(spark, table_path(lake, name)) != version
+        if current[name] != version
     }
     if stale:
         raise StaleInputsError(
@@ -75,6 +79,8 @@ def read_inputs(spark, lake: str, inputs: str, cache: Path) -> tuple[Path, dict,
             + ", ".join(f"{n} v{a} (lake: v{b})" for n, (a, b) in sorted(stale.items()))
             + "; rerun spark_jobs/prepare_evaluation.py"
         )
+    # the copy of remote inputs is keyed by their manifest: re-prepared inputs are fetched anew
+    folder = fs.fetch(spark, inputs, cache, hashlib.sha256(text.encode()).hexdigest()[:16])
     families = {
         r["family_id"]: list(r["members"]) for r in pq.read_table(folder / "families").to_pylist()
     }

@@ -39,7 +39,14 @@ def write_text(spark: SparkSession, path: str, text: str) -> None:
 
 
 def read_text(spark: SparkSession, path: str) -> str:
-    return "\n".join(r.value for r in spark.read.text(path).collect())
+    """A whole file as UTF-8 text (through Hadoop: Spark's file sources skip ``_``-names)."""
+    fs, hpath = _fs(spark, path)
+    jvm = spark.sparkContext._jvm
+    stream = fs.open(hpath)
+    try:
+        return jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
+    finally:
+        stream.close()
 
 
 def delete(spark: SparkSession, path: str) -> None:
@@ -57,13 +64,21 @@ def local_path(uri: str) -> Path | None:
     return Path(uri)
 
 
-def fetch(spark: SparkSession, uri: str, cache: Path) -> Path:
+def exists(spark: SparkSession, path: str) -> bool:
+    fs, hpath = _fs(spark, path)
+    return bool(fs.exists(hpath))
+
+
+def fetch(spark: SparkSession, uri: str, cache: Path, version: str = "") -> Path:
     """A local folder with the contents of ``uri``: the folder itself when it is local, else a
-    copy under ``cache`` (made once; Lucene, FAISS and pyarrow read local files)."""
+    copy under ``cache`` (Lucene, FAISS and pyarrow read local files), made once per
+    ``version`` of the remote contents (the caller's key, e.g. a hash of its manifest), so a
+    rewritten remote folder is copied again instead of served stale."""
     local = local_path(uri)
     if local is not None:
         return local
-    target = cache / uri.split("://", 1)[1].strip("/").replace("/", "_")
+    name = uri.split("://", 1)[1].strip("/").replace("/", "_")
+    target = cache / (f"{name}-{version}" if version else name)
     if not target.exists():
         staging = target.with_name(target.name + ".partial")
         shutil.rmtree(staging, ignore_errors=True)
