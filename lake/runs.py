@@ -16,7 +16,14 @@ from datetime import UTC, datetime
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from lake.tables import ensure_table, latest_version, read_table, table_exists, table_path, write_table
+from lake.tables import (
+    ensure_table,
+    latest_version,
+    read_table,
+    table_exists,
+    table_path,
+    write_table,
+)
 from schemas import table
 
 
@@ -46,7 +53,9 @@ class JobRun:
         self.metrics: dict[str, int] = {}
         self.started_at = datetime.now(UTC)
         # an empty input or output is an error unless the caller says it is meant
-        self.allow_empty = bool(self.args.get("allow_empty")) if allow_empty is None else allow_empty
+        self.allow_empty = (
+            bool(self.args.get("allow_empty")) if allow_empty is None else allow_empty
+        )
 
     # -- I/O ------------------------------------------------------------------------------
     def read(self, name: str) -> DataFrame:

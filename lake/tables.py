@@ -9,8 +9,9 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from schemas import TableSpec, table
 from lake.session import build_session
+from schemas import TableSpec, table
+
 
 def table_path(lake: str, name: str) -> str:
     """``<lake>/<name>`` for a registered table; the lake may be a path or any Spark URI."""
