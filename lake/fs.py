@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -46,6 +48,93 @@ def read_text(spark: SparkSession, path: str) -> str:
     try:
         return jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
     finally:
+        stream.close()
+
+
+# Byte-order marks of encodings other than UTF-8, longest first (UTF-32-LE starts like UTF-16-LE).
+BOMS = (
+    (b"\xff\xfe\x00\x00", "utf-32-le"),
+    (b"\x00\x00\xfe\xff", "utf-32-be"),
+    (b"\xff\xfe", "utf-16-le"),
+    (b"\xfe\xff", "utf-16-be"),
+)
+
+
+@dataclass(frozen=True)
+class FileProbe:
+    """What a file's bytes say before Spark reads its lines."""
+
+    path: str
+    compressed: bool
+    encoding: str | None = None  # a non-UTF-8 encoding its byte-order mark declares
+    error: str | None = None  # why it cannot be read to its end (truncated or corrupt)
+    lines_read: int = 0  # complete lines decoded before that error
+
+    @property
+    def readable(self) -> bool:
+        return self.encoding is None and self.error is None
+
+
+def probe_file(spark: SparkSession, path: str) -> FileProbe:
+    """Check one input file: its byte-order mark and, for a compressed file, that it
+    decompresses to its end (a truncated ``.gz`` fails here, not in the middle of a job).
+
+    Runs in the driver's JVM: the decompression is Java's, the Python side only sees the
+    result. A damaged file is read a second time to count the lines before the damage.
+    """
+    jvm = spark.sparkContext._jvm
+    fs, hpath = _fs(spark, path)
+    codecs = jvm.org.apache.hadoop.io.compress.CompressionCodecFactory(
+        spark.sparkContext._jsc.hadoopConfiguration()
+    )
+    codec = codecs.getCodec(hpath)
+
+    def open_stream():
+        raw = fs.open(hpath)
+        return raw if codec is None else codec.createInputStream(raw)
+
+    stream = open_stream()
+    try:
+        head = bytes(stream.readNBytes(4))
+        encoding = next((name for bom, name in BOMS if head.startswith(bom)), None)
+        if encoding is not None or codec is None:
+            return FileProbe(path, codec is not None, encoding)
+        jvm.org.apache.commons.io.IOUtils.consume(stream)
+        return FileProbe(path, True)
+    except Exception as exc:  # py4j wraps the Java EOFException / ZipException
+        error = _java_cause(exc)
+    finally:
+        _close_quietly(stream)
+    return FileProbe(path, True, error=error, lines_read=_lines_before_error(jvm, open_stream))
+
+
+def _lines_before_error(jvm, open_stream) -> int:
+    stream = open_stream()
+    reader = jvm.org.apache.hadoop.util.LineReader(stream)
+    text, lines = jvm.org.apache.hadoop.io.Text(), 0
+    try:
+        while True:
+            size = reader.readLine(text)
+            if size == 0:
+                return lines
+            lines += 1
+    except Exception:  # the damage: a line cut by it is never returned, so not counted
+        return lines
+    finally:
+        _close_quietly(stream)
+
+
+def _java_cause(exc: Exception) -> str:
+    java = getattr(exc, "java_exception", None)
+    if java is None:
+        return f"{type(exc).__name__}: {exc}"
+    text = str(java.toString())
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _close_quietly(stream) -> None:
+    # closing a damaged stream can fail again; the probe already has its answer
+    with contextlib.suppress(Exception):
         stream.close()
 
 

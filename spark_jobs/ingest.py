@@ -12,7 +12,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from lake import JobRun, build_session, job_arguments, positive_int
+from lake import EmptyTableError, JobRun, build_session, job_arguments, positive_int
 from lake.cli import run_job
 from spark_jobs.lib import ingest as ingestion
 
@@ -33,11 +33,21 @@ def run(
         raise ValueError(f"--format must be one of {FORMATS}, got {fmt!r}")
     ingested_at = datetime.now(UTC)
     with JobRun(spark, lake, "ingest", args or {"input": input_path, "format": fmt}, run_id) as job:
-        canonical_cites = None
+        canonical_cites, left_out = None, []
         if fmt == "google_patents":
-            records = ingestion.parse_google_patents(
-                ingestion.read_lines(spark, input_path), max_record_bytes
-            )
+            lines, left_out = ingestion.read_lines(spark, input_path)
+            for probe in left_out:
+                job.info(
+                    f"left out {probe.path}: {ingestion.file_reason(probe)} "
+                    f"({probe.error or probe.encoding}; {probe.lines_read} lines before it)"
+                )
+            if left_out and not job.allow_empty and lines.isEmpty():
+                raise EmptyTableError(
+                    f"ingest: no readable file under {input_path}: "
+                    + ", ".join(f"{p.path} ({ingestion.file_reason(p)})" for p in left_out)
+                    + "; nothing was written"
+                )
+            records = ingestion.parse_google_patents(lines, max_record_bytes)
         else:
             records, canonical_cites = ingestion.read_canonical(spark, input_path)
 
@@ -54,7 +64,9 @@ def run(
         job.write(ingestion.to_bronze_publications(keep, fmt, ingested_at), "bronze/publications")
         publications = job.read("bronze/publications")
 
-        quarantine = ingestion.to_quarantine(rejected, ingested_at)
+        quarantine = ingestion.to_quarantine(rejected, ingested_at).unionByName(
+            ingestion.file_quarantine(spark, left_out, ingested_at)
+        )
         if canonical_cites is not None:
             cites, orphans = _canonical_citations(canonical_cites, publications, ingested_at)
             quarantine = quarantine.unionByName(orphans)
@@ -64,6 +76,7 @@ def run(
         job.write_quarantine(quarantine)
         job.write(ingestion.resolve_citations(cites, publications), "bronze/citations")
 
+        job.count("files_left_out", len(left_out))
         _count(job, validated, checked, publications)
         validated.unpersist()
         return job.metrics
@@ -100,7 +113,8 @@ def _count(job: JobRun, validated: DataFrame, checked: DataFrame, publications: 
     by_reason: dict[str, int] = {}
     for row in quarantine.groupBy(F.split("reason", ":")[0].alias("reason")).count().collect():
         by_reason[row["reason"]] = row["count"]
-    quarantined_records = sum(n for r, n in by_reason.items() if r != "citation_of_unknown_patent")
+    not_records = {"citation_of_unknown_patent", *ingestion.FILE_REASONS}  # rows of no input line
+    quarantined_records = sum(n for r, n in by_reason.items() if r not in not_records)
     job.count("records_total", total)
     job.count("records_kept", kept)
     job.count("dropped_exact_duplicate", exact)

@@ -6,6 +6,8 @@ quarantine row with a reason; exact duplicate lines collapse into one row (count
 
 from __future__ import annotations
 
+import json
+
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
@@ -53,6 +55,8 @@ CITATION_SOURCES = (
 )
 RELEVANCE_LETTERS = "XYADEPLOT1"
 MIN_YEAR, MAX_YEAR = 1790, 2100
+# Quarantine reasons of whole files (prefixes before ':'); every other reason is one line.
+FILE_REASONS = ("unreadable_file", "unsupported_encoding")
 
 
 def _blank(c: Column) -> Column:
@@ -62,29 +66,74 @@ def _blank(c: Column) -> Column:
 # --- reading ------------------------------------------------------------------------------
 
 
-def read_lines(spark: SparkSession, path: str) -> DataFrame:
-    """Non-blank lines of every JSON-lines file under ``path`` (gzip or plain)."""
-    lines = spark.read.text(path).select("value", F.col("_metadata.file_path").alias("source_file"))
-    return lines.where(F.trim("value") != "")
+def read_lines(spark: SparkSession, path: str) -> tuple[DataFrame, list[fs.FileProbe]]:
+    """Non-blank lines of every readable JSON-lines file under ``path`` (gzip or plain), and
+    the probes of the files left out: a compressed file that does not decompress to its end
+    (truncated, corrupt) or a file whose byte-order mark declares UTF-16/32. The caller
+    quarantines those (``file_quarantine``); the other files are read as usual."""
+    files = sorted(spark.read.text(path).inputFiles())
+    probes = [fs.probe_file(spark, name) for name in files]
+    readable = [probe.path for probe in probes if probe.readable]
+    if readable:
+        lines = spark.read.text(readable).select(
+            "value", F.col("_metadata.file_path").alias("source_file")
+        )
+    else:
+        lines = spark.createDataFrame([], "value string, source_file string")
+    return lines.where(F.trim("value") != ""), [p for p in probes if not p.readable]
+
+
+def file_reason(probe: fs.FileProbe) -> str:
+    """The quarantine reason of a file left out of the read."""
+    if probe.encoding is not None:
+        return f"unsupported_encoding:{probe.encoding}"
+    return "unreadable_file"
+
+
+def file_quarantine(spark: SparkSession, probes: list[fs.FileProbe], ingested_at) -> DataFrame:
+    """One quarantine row per file left out: the reason, the error and the lines read before it."""
+    rows = [
+        (
+            file_reason(probe),
+            None,
+            json.dumps(
+                {"error": probe.error, "encoding": probe.encoding, "lines_read": probe.lines_read},
+                sort_keys=True,
+            ),
+            probe.path,
+            ingested_at,
+            None,
+        )
+        for probe in probes
+    ]
+    schema = (
+        "reason string, record_id string, record string, source_file string, "
+        "ingested_at timestamp, stage string"
+    )
+    return spark.createDataFrame(rows, schema)
 
 
 def parse_google_patents(lines: DataFrame, max_record_bytes: int = MAX_RECORD_BYTES) -> DataFrame:
     """Parse export lines: the record fields, ``raw``, ``source_file``, ``corrupt``,
     ``bad_field`` (the first top-level field whose value has the wrong JSON type) and
-    ``too_large`` (lines over ``max_record_bytes``: never parsed, kept truncated in ``raw``)."""
+    ``too_large`` (lines over ``max_record_bytes``: never parsed, kept truncated in ``raw``)
+    and ``valid_utf8`` (false for bytes that are not UTF-8: quarantined as ``invalid_utf8``
+    with the bad bytes replaced by U+FFFD in ``raw``, never parsed)."""
     too_large = F.octet_length("value") > F.lit(max_record_bytes)
-    text = F.when(~too_large, F.col("value"))
+    valid_utf8 = F.is_valid_utf8("value")
+    text = F.when(~too_large & valid_utf8, F.col("value"))
     rec = F.from_json(
         text,
         google_patents_ddl(),
         {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT_RECORD},
     )
     parsed = lines.select(
-        F.when(too_large, F.substring("value", 1, QUARANTINED_PREFIX_CHARS))
-        .otherwise(F.col("value"))
+        F.when(too_large, F.substring(F.make_valid_utf8("value"), 1, QUARANTINED_PREFIX_CHARS))
+        .otherwise(F.make_valid_utf8("value"))
         .alias("raw"),
         "source_file",
         too_large.alias("too_large"),
+        valid_utf8.alias("valid_utf8"),
         F.octet_length("value").alias("record_bytes"),
         rec.alias("rec"),
         F.when(F.col("rec").isNull() | F.col(f"rec.{CORRUPT_RECORD}").isNotNull(), text).alias(
@@ -98,6 +147,7 @@ def parse_google_patents(lines: DataFrame, max_record_bytes: int = MAX_RECORD_BY
         F.col(f"rec.{CORRUPT_RECORD}").isNotNull().alias("corrupt"),
         first_mistyped_field(F.col("_bad_text")).alias("bad_field"),
         "too_large",
+        "valid_utf8",
         "record_bytes",
     )
 
@@ -186,6 +236,7 @@ def read_canonical(spark: SparkSession, path: str) -> tuple[DataFrame, DataFrame
         F.col(CORRUPT_RECORD).isNotNull().alias("corrupt"),
         F.lit(None).cast("string").alias("bad_field"),
         F.lit(False).alias("too_large"),
+        F.lit(True).alias("valid_utf8"),  # Spark's JSON reader decodes (and replaces) itself
         F.lit(None).cast("int").alias("record_bytes"),
     )
     citations = _read_any(
@@ -266,6 +317,7 @@ def quarantine_reason(records: DataFrame) -> Column:
     filed = parse_date(F.col("filing_date"))
     return (
         F.when(F.col("too_large"), F.lit("record_too_large"))
+        .when(~F.col("valid_utf8"), F.lit("invalid_utf8"))
         .when(
             F.col("corrupt") & F.col("bad_field").isNotNull(),
             F.concat(F.lit("invalid_field:"), "bad_field"),
