@@ -36,8 +36,7 @@ from lake import (
     build_session,
     fs,
     join,
-    latest_version,
-    table_path,
+    visible_versions,
     write_rows,
 )
 from retrieval.search import Bm25, DenseIndex, build_bm25_index
@@ -65,9 +64,7 @@ def read_inputs(spark, lake: str, inputs: str, cache: Path) -> tuple[Path, dict,
         )
     text = fs.read_text(spark, join(inputs, MANIFEST))
     manifest = json.loads(text)
-    current = {
-        name: latest_version(spark, table_path(lake, name)) for name in manifest["delta_versions"]
-    }
+    current = visible_versions(spark, lake, manifest["delta_versions"])
     stale = {
         name: (version, current[name])
         for name, version in manifest["delta_versions"].items()

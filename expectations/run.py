@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from expectations.suites import SUITES, suite_for
-from lake import build_session, latest_version, table_exists, table_path, write_table
+from lake import build_session, table_exists, table_path, visible_versions, write_table
 from schemas import TABLES
 from schemas import table as table_spec
 
@@ -94,18 +94,20 @@ def validate(
     from pyspark.sql import functions as F
 
     docs = _docs_dir(lake, run_id, docs_dir)
-    for name in TABLES:  # cross-table expectations query these views
-        if table_exists(spark, table_path(lake, name)):
-            spark.read.format("delta").load(table_path(lake, name)).createOrReplaceTempView(
-                "dq_" + name.replace("/", "_")
-            )
+    # the versions readers see: what successful runs published (lake.snapshots)
+    present = [name for name in TABLES if table_exists(spark, table_path(lake, name))]
+    versions = visible_versions(spark, lake, present)
+    for name in present:  # cross-table expectations query these views
+        spark.read.format("delta").option("versionAsOf", versions[name]).load(
+            table_path(lake, name)
+        ).createOrReplaceTempView("dq_" + name.replace("/", "_"))
     context = _context(docs)
     source = context.data_sources.add_spark("lake")
     validated_at = datetime.now(UTC)
     rows: list[dict] = []
     for name in tables:
         path = table_path(lake, name)
-        version = latest_version(spark, path)
+        version = versions[name]
         frame = spark.read.format("delta").option("versionAsOf", version).load(path)
         if name == "quarantine":  # validate every stage's rows; partition column included
             frame = frame.where(F.col("stage").isNotNull())

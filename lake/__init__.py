@@ -9,6 +9,7 @@ pyspark is imported by the modules below, not by this file's callers' callers.
 from lake import fs
 from lake.runs import EmptyTableError, JobRun
 from lake.session import add_lake_arguments, build_session, job_arguments, positive_int
+from lake.snapshots import MixedLakeError, visible_versions
 from lake.tables import (
     conform,
     ensure_table,
@@ -25,6 +26,7 @@ from lake.tables import (
 __all__ = [
     "EmptyTableError",
     "JobRun",
+    "MixedLakeError",
     "add_lake_arguments",
     "build_session",
     "conform",
@@ -38,6 +40,7 @@ __all__ = [
     "read_table",
     "table_exists",
     "table_path",
+    "visible_versions",
     "write_rows",
     "write_table",
 ]

@@ -1,9 +1,11 @@
 """The record of one job run: pinned reads, contract writes, counters, ``meta/job_runs``.
 
-Every job opens a ``JobRun``: it reads tables at a pinned version, writes through the table
-contract (schema enforcement, idempotent overwrite or partition replace), counts its steps
-and, at the end, appends one row to ``meta/job_runs`` with the Delta versions it read and
-wrote and its counters.
+Every job opens a ``JobRun``: it reads each table at the version successful runs published
+(``lake.snapshots``: versions of failed, killed or unfinished runs are skipped, a mixed lake
+is refused), writes through the table contract (schema enforcement, idempotent overwrite or
+partition replace) with its run id in each commit, counts its steps and, at the end, appends
+one row to ``meta/job_runs`` with the Delta versions it read and wrote and its counters;
+that row publishes its writes.
 """
 
 from __future__ import annotations
@@ -16,14 +18,8 @@ from datetime import UTC, datetime
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from lake.tables import (
-    ensure_table,
-    latest_version,
-    read_table,
-    table_exists,
-    table_path,
-    write_table,
-)
+from lake.snapshots import Run, Snapshot, check_consistent, succeeded_runs, tag, visible
+from lake.tables import ensure_table, read_table, table_exists, table_path, write_table
 from schemas import table
 
 
@@ -51,6 +47,8 @@ class JobRun:
         self.inputs: dict[str, int] = {}
         self.outputs: dict[str, int] = {}
         self.metrics: dict[str, int] = {}
+        self.snapshots: dict[str, Snapshot] = {}
+        self._runs: dict[str, Run] | None = None  # succeeded runs, read once at the first read
         self.started_at = datetime.now(UTC)
         # an empty input or output is an error unless the caller says it is meant
         self.allow_empty = (
@@ -59,25 +57,38 @@ class JobRun:
 
     # -- I/O ------------------------------------------------------------------------------
     def read(self, name: str) -> DataFrame:
-        """Read table ``name`` at its current version and record that version as an input.
+        """Read table ``name`` at the version successful runs published and record it as an
+        input; refuse it when it is empty or does not match the other inputs' runs.
 
         Reading back a table this run wrote pins the written version and is not an input.
         """
+        if name in self.outputs:
+            return read_table(self.spark, self.lake, name, self.outputs[name])
         path = table_path(self.lake, name)
         if not table_exists(self.spark, path):
             raise FileNotFoundError(
                 f"{self.job}: input table {name} does not exist at {path}; "
                 "run the job that writes it first"
             )
-        version = latest_version(self.spark, path)
+        if self._runs is None:
+            self._runs = succeeded_runs(self.spark, self.lake)
+        snapshot = visible(self.spark, self.lake, name, self._runs)
+        if snapshot.hidden:
+            self.info(
+                f"{name}: skipping version(s) {', '.join(map(str, sorted(snapshot.hidden)))} "
+                f"(runs that failed, were killed or are still running); reading version "
+                f"{snapshot.version}"
+            )
+        self.snapshots[name] = snapshot
+        check_consistent(list(self.snapshots.values()), self._runs, self.job)
+        version = snapshot.version
         frame = read_table(self.spark, self.lake, name, version)
-        if name not in self.outputs:
-            self.inputs[name] = version
-            if not (self.allow_empty or table(name).may_be_empty) and frame.isEmpty():
-                raise EmptyTableError(
-                    f"{self.job}: input table {name} is empty (version {version}); "
-                    "refusing to build on it (pass --allow-empty if that is meant)"
-                )
+        self.inputs[name] = version
+        if not (self.allow_empty or table(name).may_be_empty) and frame.isEmpty():
+            raise EmptyTableError(
+                f"{self.job}: input table {name} is empty (version {version}); "
+                "refusing to build on it (pass --allow-empty if that is meant)"
+            )
         return frame
 
     def write(self, df: DataFrame, name: str, replace_where: str | None = None) -> int:
@@ -89,7 +100,9 @@ class JobRun:
                 + (f" (the earlier outputs {sorted(self.outputs)} were)" if self.outputs else "")
                 + ". Check the input, or pass --allow-empty if an empty table is meant"
             )
-        version = write_table(self.spark, df, self.lake, name, replace_where)
+        version = write_table(
+            self.spark, df, self.lake, name, replace_where, user_metadata=tag(self.run_id)
+        )
         self.outputs[name] = version
         self.info(f"wrote {name} (version {version})")
         return version

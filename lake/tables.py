@@ -71,11 +71,17 @@ def table_exists(spark: SparkSession, path: str) -> bool:
 
 
 def write_table(
-    spark: SparkSession, df: DataFrame, lake: str, name: str, replace_where: str | None = None
+    spark: SparkSession,
+    df: DataFrame,
+    lake: str,
+    name: str,
+    replace_where: str | None = None,
+    user_metadata: str | None = None,
 ) -> int:
     """Overwrite table ``name`` (or the rows matching ``replace_where``); returns the new version.
 
     Overwrite keeps reruns idempotent: the same input gives the same table, never duplicates.
+    ``user_metadata`` goes into the commit (job runs tag their commits, see lake.snapshots).
     """
     spec = table(name)
     path = table_path(lake, name)
@@ -83,6 +89,8 @@ def write_table(
     writer = conform(df, spec).write.format("delta").mode("overwrite")
     if replace_where:
         writer = writer.option("replaceWhere", replace_where)
+    if user_metadata:
+        writer = writer.option("userMetadata", user_metadata)
     writer.save(path)
     return latest_version(spark, path)
 

@@ -1,0 +1,117 @@
+"""Fault suite: a run killed between its table commits is invisible to every later job, a
+rerun repairs, and a mixed lake is refused (README: Reliability)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import date
+from pathlib import Path
+
+import pytest
+from delta.tables import DeltaTable as SparkDeltaTable
+from deltalake import DeltaTable
+from pyspark.sql import functions as F
+
+from lake import MixedLakeError
+from spark_jobs import curate, ingest, split
+from spark_jobs.lib.sample.generate import generate
+from tests.faults.test_empty_and_leaks import _copy_lake
+
+REPO = Path(__file__).resolve().parents[2]
+pytestmark = [pytest.mark.spark, pytest.mark.faults]
+
+
+def _commits(lake: str, name: str) -> int:
+    return len(list(Path(lake, name, "_delta_log").glob("*.json")))
+
+
+def _last_run(spark, lake: str, job: str):
+    runs = spark.read.format("delta").load(f"{lake}/meta/job_runs").where(f"job = '{job}'")
+    return runs.orderBy(F.desc("finished_at")).first()
+
+
+def _kill_after_first_commit(lake: str, source: str, table: str) -> None:
+    """Run ingest as its own process group and SIGKILL it as soon as ``table`` commits."""
+    before = _commits(lake, table)
+    process = subprocess.Popen(
+        [sys.executable, "spark_jobs/ingest.py", "--lake", lake, "--input", source],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "XEMBED_SPARK_MASTER": "local[1]"},
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 600
+    while _commits(lake, table) == before:
+        assert process.poll() is None, "ingest ended before it committed"
+        assert time.monotonic() < deadline, "ingest never committed"
+        time.sleep(0.02)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+def test_a_run_killed_between_commits_is_invisible_and_a_rerun_repairs(spark, pipeline, tmp_path):
+    lake = _copy_lake(pipeline, tmp_path)
+    good = _last_run(spark, lake, "ingest")
+    other = str(tmp_path / "other")
+    generate(spark, other, n_patents=120, seed=29, bad_share=0.0)
+
+    _kill_after_first_commit(lake, other, "bronze/publications")
+    # the premise: new publications beside the old citations, and no run row for the kill
+    assert DeltaTable(f"{lake}/bronze/publications").version() > good.outputs["bronze/publications"]
+    assert DeltaTable(f"{lake}/bronze/citations").version() == good.outputs["bronze/citations"]
+    assert _last_run(spark, lake, "ingest").run_id == good.run_id
+
+    curate.run(spark, lake)  # reads the publications of the last successful ingest
+    assert _last_run(spark, lake, "curate").inputs == {
+        "bronze/publications": good.outputs["bronze/publications"]
+    }
+    patents = DeltaTable(f"{lake}/silver/patents").to_pandas()
+    old = DeltaTable(f"{lake}/bronze/publications", version=good.outputs["bronze/publications"])
+    assert set(patents.publication_number) <= set(old.to_pandas().publication_number)
+    split.run(spark, lake, date(2025, 1, 1))  # ... and split the citations of that same run
+    assert (
+        _last_run(spark, lake, "split").inputs["bronze/citations"]
+        == (good.outputs["bronze/citations"])
+    )
+
+    rerun = ingest.run(spark, lake, other, "google_patents")  # the rerun repairs
+    assert rerun["records_kept"] > 0
+    repaired = _last_run(spark, lake, "ingest")
+    curate.run(spark, lake)
+    split.run(spark, lake, date(2025, 1, 1))
+    assert (
+        _last_run(spark, lake, "split").inputs["bronze/citations"]
+        == (repaired.outputs["bronze/citations"])
+    )
+
+
+def test_a_mixed_lake_is_refused_with_a_clear_message(spark, pipeline, tmp_path):
+    lake = _copy_lake(pipeline, tmp_path)
+    first = _last_run(spark, lake, "ingest")
+    other = str(tmp_path / "other")
+    generate(spark, other, n_patents=80, seed=31, bad_share=0.0)
+    ingest.run(spark, lake, other, "google_patents")
+    # an operator puts the old citations back by hand: new publications, old citations
+    SparkDeltaTable.forPath(spark, f"{lake}/bronze/citations").restoreToVersion(
+        int(first.outputs["bronze/citations"])
+    )
+    with pytest.raises(MixedLakeError, match=r"mixed lake: .*bronze/citations.*rerun ingest"):
+        split.run(spark, lake, date(2025, 1, 1))
+    assert _last_run(spark, lake, "split").status == "failed"
+
+
+def test_an_upstream_rerun_without_the_jobs_after_it_is_refused(spark, pipeline, tmp_path):
+    """New bronze beside silver curated from the old one: split refuses until curate reruns."""
+    lake = _copy_lake(pipeline, tmp_path)
+    other = str(tmp_path / "other")
+    generate(spark, other, n_patents=80, seed=37, bad_share=0.0)
+    ingest.run(spark, lake, other, "google_patents")
+    with pytest.raises(MixedLakeError, match=r"mixed lake: .*bronze/citations.*rerun ingest"):
+        split.run(spark, lake, date(2025, 1, 1))
+    curate.run(spark, lake)
+    split.run(spark, lake, date(2025, 1, 1))
