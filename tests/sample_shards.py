@@ -63,3 +63,42 @@ def write_sample_stage1_shards(
     }
     (folder / "_manifest.json").write_text(json.dumps(manifest, indent=2))
     return manifest
+
+
+def write_sample_stage2_shards(
+    folder: str | Path, n_patents: int = 200, seed: int = 21, negatives: int = 3
+) -> dict:
+    """Stage II-shaped shards from the Stage I sample: abstract query, claims positive and the
+    claims of ``negatives`` other families as hard negatives (a seeded choice)."""
+    folder = Path(folder)
+    stage1 = folder.with_name(folder.name + "-stage1")
+    write_sample_stage1_shards(stage1, n_patents=n_patents, seed=seed, n_shards=1)
+    pairs = pq.read_table(stage1 / "shard-00000.parquet").to_pylist()
+    rng = random.Random(seed)
+    rows = []
+    for pair in pairs:
+        others = [p for p in pairs if p["family_id"] != pair["family_id"]]
+        chosen = rng.sample(others, negatives)
+        rows.append(
+            {
+                "query_text": pair["anchor_text"],
+                "query_lang": pair["anchor_lang"],
+                "positive_text": pair["positive_text"],
+                "negative_texts": [p["positive_text"] for p in chosen],
+                "family_id": pair["family_id"],
+                "families": sorted({pair["family_id"], *(p["family_id"] for p in chosen)}),
+            }
+        )
+    folder.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(rows), folder / "shard-00000.parquet")
+    manifest = {
+        "dataset": "stage2",
+        "format": "parquet",
+        "rows": len(rows),
+        "shards": [{"file": "shard-00000.parquet", "rows": len(rows)}],
+        "content_hash": f"sample2-{seed}-{n_patents}-{negatives}",
+        "delta_versions": {"gold/stage2_examples": 0},
+        "leakage_audit": {"status": "passed", "rows_checked": len(rows), "excluded_families": 0},
+    }
+    (folder / "_manifest.json").write_text(json.dumps(manifest, indent=2))
+    return manifest

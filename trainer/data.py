@@ -188,6 +188,34 @@ class BatchStream(IterableDataset):
         )
 
 
+class RankSlice(IterableDataset):
+    """This process's share of each global batch: every rank reads the same deterministic
+    stream of family-disjoint global batches and keeps rows ``[rank * b, (rank + 1) * b)``.
+
+    Slicing examples before collation keeps each example's negatives with it (slicing the
+    collated tensors, as accelerate's batch dispatch does, cuts the flat negatives tensor at
+    the query count, not at query count x negatives)."""
+
+    def __init__(self, stream: BatchStream, rank: int, world: int):
+        if stream.batch_size % world:
+            raise ValueError(f"global batch {stream.batch_size} does not split over {world} ranks")
+        self.stream, self.rank, self.world = stream, rank, world
+
+    def set_epoch(self, epoch: int) -> None:
+        self.stream.set_epoch(epoch)
+
+    def __iter__(self) -> Iterator[list[Example]]:
+        share = self.stream.batch_size // self.world
+        for batch in self.stream:
+            negatives = {len(e.negatives) for e in batch}
+            if len(negatives) != 1:
+                raise ValueError(
+                    f"examples of one global batch carry different numbers of negatives: "
+                    f"{sorted(negatives)}"
+                )
+            yield batch[self.rank * share : (self.rank + 1) * share]
+
+
 def validation_examples(
     train_folder: str, validation_folder: str | None, size: int, seed: int, max_chars: int | None
 ) -> tuple[list[Example], int | None]:

@@ -13,15 +13,31 @@ from torch import nn
 from torch.nn import functional
 
 
+class _GatherWithGradient(torch.autograd.Function):
+    """All-gather along dim 0 whose backward hands every rank the gradient that *all* ranks'
+    losses put on its slice (an all-reduce of the full gradient, then this rank's rows), so
+    under DDP's gradient averaging the update equals one process's over the global batch.
+    Only all_gather and all_reduce: both exist on gloo (CPU) and NCCL."""
+
+    @staticmethod
+    def forward(ctx, t: torch.Tensor) -> torch.Tensor:
+        ctx.rank, ctx.rows = dist.get_rank(), t.shape[0]
+        parts = [torch.empty_like(t) for _ in range(dist.get_world_size())]
+        dist.all_gather(parts, t.contiguous())
+        return torch.cat(parts)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> torch.Tensor:
+        grad = grad.contiguous().clone()
+        dist.all_reduce(grad)
+        return grad[ctx.rank * ctx.rows : (ctx.rank + 1) * ctx.rows]
+
+
 def _gather(t: torch.Tensor) -> tuple[torch.Tensor, int]:
-    """All-gather ``t`` along dim 0 keeping this rank's gradient; returns (gathered, offset)."""
+    """All-gather ``t`` along dim 0 with gradients across ranks; returns (gathered, offset)."""
     if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
         return t, 0
-    parts = [torch.zeros_like(t) for _ in range(dist.get_world_size())]
-    dist.all_gather(parts, t.detach().contiguous())
-    rank = dist.get_rank()
-    parts[rank] = t  # the local slice keeps its autograd history
-    return torch.cat(parts), rank * t.shape[0]
+    return _GatherWithGradient.apply(t), dist.get_rank() * t.shape[0]
 
 
 class InfoNCELoss(nn.Module):

@@ -110,7 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     if validation and best is None:
         best = trainer.evaluate()["eval_loss"]
 
-    encoder.save(args.output_dir)
+    if trainer.is_world_process_zero():  # one writer: ranks hold the same weights
+        encoder.save(args.output_dir)
     model_id = args.model_id or _model_id(args, manifest)
     config = {
         "model": asdict(model_args),

@@ -6,11 +6,13 @@ Matryoshka), the data loaders (pre-batched streams), and the evaluation step (lo
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import torch
 from torch.utils.data import DataLoader
 from transformers import Trainer
 
-from trainer.data import BatchStream, Example, family_disjoint_batches
+from trainer.data import BatchStream, Example, RankSlice, family_disjoint_batches
 from trainer.encoder import Encoder, format_passage, format_query
 
 
@@ -40,12 +42,31 @@ class Collator:
         return out
 
 
+@contextmanager
+def _local_loss(loss_fn):
+    """Validation batches are whole on every rank: no cross-rank gathering while scoring."""
+    inner = getattr(loss_fn, "loss", loss_fn)
+    gather = inner.gather
+    inner.gather = False
+    try:
+        yield
+    finally:
+        inner.gather = gather
+
+
 class _ListStream(torch.utils.data.IterableDataset):
     def __init__(self, batches: list[list[Example]]):
         self.batches = batches
 
     def __iter__(self):
         return iter(self.batches)
+
+
+class _EpochLoader(DataLoader):
+    """A DataLoader the Trainer can tell the epoch (it reshuffles the shard order)."""
+
+    def set_epoch(self, epoch: int) -> None:
+        self.dataset.set_epoch(epoch)
 
 
 class XembedTrainer(Trainer):
@@ -70,15 +91,20 @@ class XembedTrainer(Trainer):
 
     def prediction_step(self, model, inputs, prediction_loss_only, ignore_keys=None):
         inputs = self._prepare_inputs(inputs)
-        with torch.no_grad():
+        with torch.no_grad(), _local_loss(self.loss_fn):
             loss = self.compute_loss(model, inputs)
         return loss.detach(), None, None
 
     def get_train_dataloader(self) -> DataLoader:
-        loader = DataLoader(self.train_stream, batch_size=None, collate_fn=self.collator)
-        return self.accelerator.prepare(loader)
+        # Not accelerate's dispatch: each rank slices the global batch by example (RankSlice);
+        # the Trainer moves the tensors to the device itself.
+        state = self.accelerator.state
+        shard = RankSlice(self.train_stream, state.process_index, state.num_processes)
+        return _EpochLoader(shard, batch_size=None, collate_fn=self.collator)
 
     def get_eval_dataloader(self, eval_dataset=None) -> DataLoader:
+        # Every rank scores every validation batch (they are few and may not split evenly);
+        # the loss is then computed without cross-rank gathering, see prediction_step.
         batches = list(
             family_disjoint_batches(
                 self.validation,
@@ -87,5 +113,4 @@ class XembedTrainer(Trainer):
                 drop_last=False,
             )
         )
-        loader = DataLoader(_ListStream(batches), batch_size=None, collate_fn=self.collator)
-        return self.accelerator.prepare(loader)
+        return DataLoader(_ListStream(batches), batch_size=None, collate_fn=self.collator)
