@@ -115,3 +115,44 @@ def test_an_upstream_rerun_without_the_jobs_after_it_is_refused(spark, pipeline,
         split.run(spark, lake, date(2025, 1, 1))
     curate.run(spark, lake)
     split.run(spark, lake, date(2025, 1, 1))
+
+
+def test_concurrent_ingests_end_consistent_or_refused_never_mixed(spark, tmp_path):
+    """Two ingests of different inputs into one lake at once: Delta serialises each commit;
+    what curate then reads is one run's tables, or it refuses the mix and names the job."""
+    lake = str(tmp_path / "lake")
+    inputs = [str(tmp_path / name) for name in ("a", "b")]
+    for seed, folder in zip((41, 43), inputs, strict=True):
+        generate(spark, folder, n_patents=60, seed=seed, bad_share=0.0)
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "spark_jobs/ingest.py", "--lake", lake, "--input", folder],
+            cwd=REPO,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "XEMBED_SPARK_MASTER": "local[1]"},
+        )
+        for folder in inputs
+    ]
+    codes = [p.wait(timeout=900) for p in processes]
+    assert 0 in codes  # a conflicting commit may fail one of them, never both
+    succeeded = {
+        r["run_id"]: r
+        for r in spark.read.format("delta").load(f"{lake}/meta/job_runs").collect()
+        if r["status"] == "succeeded"
+    }
+    assert len(succeeded) == codes.count(0)
+    try:
+        curate.run(spark, lake)
+        split.run(spark, lake, date(2025, 1, 1))  # citations must come from the same run
+    except MixedLakeError as error:
+        assert "rerun ingest" in str(error)
+        return
+    publications = _last_run(spark, lake, "curate").inputs["bronze/publications"]
+    citations = _last_run(spark, lake, "split").inputs["bronze/citations"]
+    assert any(
+        run["outputs"]["bronze/publications"] == publications
+        and run["outputs"]["bronze/citations"] == citations
+        for run in succeeded.values()
+    )
