@@ -90,6 +90,17 @@ def stage2(spark, pipeline, tmp_path_factory):
     return lake, retrieval, mined, built
 
 
+def copy_lake(pipeline, tmp_path) -> str:
+    """A private copy of the session's pipeline lake, for tests that write to it (a rerun
+    there would change the lineage every later test's jobs check)."""
+    import shutil
+
+    _, _, lake, _ = pipeline
+    copy = tmp_path / "lake"
+    shutil.copytree(lake, copy)
+    return str(copy)
+
+
 def lines_frame(spark, records, source_file="test.jsonl"):
     """A read_lines()-shaped DataFrame from JSON strings or dicts."""
     import json

@@ -9,6 +9,7 @@ from deltalake import DeltaTable
 from expectations.run import validate
 from spark_jobs import ingest
 from spark_jobs.lib.leakage import LeakageError, audit_no_leakage
+from tests.conftest import copy_lake
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 
@@ -94,8 +95,8 @@ def test_split_excludes_whole_query_families_and_the_audit_guards_training(spark
         audit_no_leakage(views, "silver/views", patents, excl, id_columns=("publication_number",))
 
 
-def test_rerun_is_idempotent(spark, pipeline):
-    _, _, lake, sample = pipeline
+def test_rerun_is_idempotent(spark, pipeline, tmp_path):
+    lake, sample = copy_lake(pipeline, tmp_path), pipeline[3]
     before = {t: delta(lake, t) for t in ("bronze/publications", "bronze/citations", "quarantine")}
     ingest.run(spark, lake, sample, "google_patents")
     for name, old in before.items():

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,18 +15,11 @@ from deltalake import DeltaTable
 from lake import EmptyTableError
 from spark_jobs import build_pairs, curate, export_training, ingest
 from spark_jobs.lib.leakage import LeakageError
+from tests.conftest import copy_lake
 from trainer.data import read_manifest
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.spark, pytest.mark.faults]
-
-
-def _copy_lake(pipeline, tmp_path) -> str:
-    """A private copy of the session's pipeline lake (so faults never touch shared tables)."""
-    _, _, lake, _ = pipeline
-    copy = tmp_path / "lake"
-    shutil.copytree(lake, copy)
-    return str(copy)
 
 
 def _state(lake: str, name: str) -> tuple[int, int]:
@@ -36,7 +28,7 @@ def _state(lake: str, name: str) -> tuple[int, int]:
 
 
 def test_an_empty_input_fails_and_leaves_a_good_lake_as_it_was(spark, pipeline, tmp_path):
-    lake = _copy_lake(pipeline, tmp_path)
+    lake = copy_lake(pipeline, tmp_path)
     empty = tmp_path / "empty"
     empty.mkdir()
     before = {t: _state(lake, t) for t in ("bronze/publications", "bronze/citations", "quarantine")}
@@ -82,7 +74,7 @@ def test_a_failing_job_prints_one_line_naming_the_job_and_cause(tmp_path):
 
 
 def test_an_appended_leak_stops_the_exporter_before_any_shard(spark, pipeline, tmp_path):
-    lake = _copy_lake(pipeline, tmp_path)
+    lake = copy_lake(pipeline, tmp_path)
     build_pairs.run(spark, lake, seed=3)
     pairs = spark.read.format("delta").load(f"{lake}/gold/stage1_pairs")
     excluded = spark.read.format("delta").load(f"{lake}/silver/excluded_families").first()

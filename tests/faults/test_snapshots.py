@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 from lake import MixedLakeError
 from spark_jobs import curate, ingest, split
 from spark_jobs.lib.sample.generate import generate
-from tests.faults.test_empty_and_leaks import _copy_lake
+from tests.conftest import copy_lake
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.spark, pytest.mark.faults]
@@ -55,7 +55,7 @@ def _kill_after_first_commit(lake: str, source: str, table: str) -> None:
 
 
 def test_a_run_killed_between_commits_is_invisible_and_a_rerun_repairs(spark, pipeline, tmp_path):
-    lake = _copy_lake(pipeline, tmp_path)
+    lake = copy_lake(pipeline, tmp_path)
     good = _last_run(spark, lake, "ingest")
     other = str(tmp_path / "other")
     generate(spark, other, n_patents=120, seed=29, bad_share=0.0)
@@ -91,7 +91,7 @@ def test_a_run_killed_between_commits_is_invisible_and_a_rerun_repairs(spark, pi
 
 
 def test_a_mixed_lake_is_refused_with_a_clear_message(spark, pipeline, tmp_path):
-    lake = _copy_lake(pipeline, tmp_path)
+    lake = copy_lake(pipeline, tmp_path)
     first = _last_run(spark, lake, "ingest")
     other = str(tmp_path / "other")
     generate(spark, other, n_patents=80, seed=31, bad_share=0.0)
@@ -107,7 +107,7 @@ def test_a_mixed_lake_is_refused_with_a_clear_message(spark, pipeline, tmp_path)
 
 def test_an_upstream_rerun_without_the_jobs_after_it_is_refused(spark, pipeline, tmp_path):
     """New bronze beside silver curated from the old one: split refuses until curate reruns."""
-    lake = _copy_lake(pipeline, tmp_path)
+    lake = copy_lake(pipeline, tmp_path)
     other = str(tmp_path / "other")
     generate(spark, other, n_patents=80, seed=37, bad_share=0.0)
     ingest.run(spark, lake, other, "google_patents")
