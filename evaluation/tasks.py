@@ -1,0 +1,163 @@
+"""Evaluation tasks beyond X retrieval (issue 13): domain relevance (InScope), hybrid fusion
+(reciprocal rank fusion), and classification / clustering on frozen embeddings.
+
+Definitions that are ours (the neighbouring papers' abstracts give none; README "Evaluation
+tasks"):
+
+- **InScope@k** at level ``subclass`` (4 characters, e.g. ``H01M``) or ``section`` (1
+  character): for one query, the share of its top-k retrieved documents that share at least
+  one IPC code at that level with the query; a document without IPC codes does not share.
+  Averaged over queries; a query with no IPC code is left out (counted).
+- **RRF**: score(d) = sum over runs of 1 / (k + rank of d in that run), k = 60, ranks from 1
+  after the run's own (-score, docid) order; documents missing from a run add nothing.
+- **Classification probe**: logistic regression on L2-normalised embeddings, split by
+  family with a seeded hash (no family in both halves), macro- and micro-F1 on the test half.
+- **Clustering**: k-means with k = number of distinct labels (seeded, 10 restarts),
+  V-measure, homogeneity and completeness against the labels.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+
+import numpy as np
+
+from evaluation.metrics import ranked
+
+RRF_K = 60
+IPC_LEVELS = {"subclass": 4, "section": 1}
+
+
+def ipc_prefixes(codes: Iterable[str] | None, level: str) -> frozenset[str]:
+    """The codes' prefixes at ``level`` (``subclass``: 4 characters, ``section``: 1)."""
+    width = IPC_LEVELS[level]
+    return frozenset(
+        code.strip()[:width].upper() for code in codes or () if len(code.strip()) >= width
+    )
+
+
+def inscope(
+    run: Mapping[str, list[tuple[str, float]]],
+    query_ipc: Mapping[str, Iterable[str]],
+    doc_ipc: Mapping[str, Iterable[str]],
+    k: int = 10,
+    level: str = "subclass",
+) -> tuple[dict[str, float], int]:
+    """Per-query InScope@k and how many queries were left out for having no IPC code."""
+    scores: dict[str, float] = {}
+    skipped = 0
+    for query, results in run.items():
+        mine = ipc_prefixes(query_ipc.get(query), level)
+        if not mine:
+            skipped += 1
+            continue
+        top = ranked(results)[:k]
+        if not top:
+            scores[query] = 0.0
+            continue
+        shared = sum(1 for doc in top if mine & ipc_prefixes(doc_ipc.get(doc), level))
+        scores[query] = shared / k
+    return scores, skipped
+
+
+def rrf(
+    runs: Iterable[Mapping[str, list[tuple[str, float]]]], k: int = RRF_K, depth: int | None = None
+) -> dict[str, list[tuple[str, float]]]:
+    """Reciprocal rank fusion of several runs (query -> [(doc, score)]), best first; the
+    fused list is cut at ``depth`` when given."""
+    fused: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for run in runs:
+        for query, results in run.items():
+            for rank, doc in enumerate(ranked(results), start=1):
+                fused[query][doc] += 1.0 / (k + rank)
+    out = {}
+    for query, scores in fused.items():
+        order = sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+        out[query] = order[:depth] if depth else order
+    return out
+
+
+def family_split(families: Iterable[str], seed: int, test_share: float = 0.3) -> np.ndarray:
+    """A boolean test mask from a seeded hash of each row's family (whole families only)."""
+    buckets = 1000
+    cut = round(test_share * buckets)
+    return np.array(
+        [zlib.crc32(f"{seed}:{family}".encode()) % buckets < cut for family in families],
+        dtype=bool,
+    )
+
+
+def _normalised(embeddings: np.ndarray) -> np.ndarray:
+    x = np.asarray(embeddings, dtype=np.float64)
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    return x / np.where(norms == 0, 1.0, norms)
+
+
+def probe(
+    embeddings: np.ndarray, labels: list[str], families: list[str], seed: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Logistic-regression probe on a family-disjoint split: (test mask, truth, predicted)."""
+    from sklearn.linear_model import LogisticRegression
+
+    x, y = _normalised(embeddings), np.asarray(labels)
+    test = family_split(families, seed)
+    train = ~test
+    if not test.any() or len(set(y[train])) < 2:
+        raise ValueError(
+            f"classification needs two labels in training and a test half: {int(train.sum())} "
+            f"train rows with {len(set(y[train]))} labels, {int(test.sum())} test rows"
+        )
+    model = LogisticRegression(max_iter=2000, random_state=seed).fit(x[train], y[train])
+    return test, y[test], model.predict(x[test])
+
+
+def f1_scores(truth: np.ndarray, predicted: np.ndarray) -> dict[str, float]:
+    from sklearn.metrics import f1_score
+
+    return {
+        "macro_f1": float(f1_score(truth, predicted, average="macro", zero_division=0)),
+        "micro_f1": float(f1_score(truth, predicted, average="micro", zero_division=0)),
+    }
+
+
+def classification(
+    embeddings: np.ndarray, labels: list[str], families: list[str], seed: int
+) -> dict[str, float]:
+    """Macro/micro F1 of the probe, with the split sizes and the number of labels."""
+    test, truth, predicted = probe(embeddings, labels, families, seed)
+    return {
+        **f1_scores(truth, predicted),
+        "train_rows": int((~test).sum()),
+        "test_rows": int(test.sum()),
+        "labels": len(set(labels)),
+    }
+
+
+def cluster_assignments(embeddings: np.ndarray, k: int, seed: int) -> np.ndarray:
+    from sklearn.cluster import KMeans
+
+    return KMeans(n_clusters=k, n_init=10, random_state=seed).fit_predict(_normalised(embeddings))
+
+
+def v_measure(labels, assigned) -> dict[str, float]:
+    from sklearn.metrics import homogeneity_completeness_v_measure
+
+    homogeneity, completeness, v = homogeneity_completeness_v_measure(labels, assigned)
+    return {
+        "v_measure": float(v),
+        "homogeneity": float(homogeneity),
+        "completeness": float(completeness),
+    }
+
+
+def clustering(embeddings: np.ndarray, labels: list[str], seed: int) -> dict[str, float]:
+    """k-means with k = number of labels; V-measure, homogeneity, completeness."""
+    k = len(set(labels))
+    if k < 2 or len(labels) < k:
+        raise ValueError(
+            f"clustering needs at least two labels and k rows: {len(labels)} rows, {k}"
+        )
+    assigned = cluster_assignments(embeddings, k, seed)
+    return {**v_measure(labels, assigned), "clusters": k, "rows": len(labels)}
