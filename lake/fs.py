@@ -10,6 +10,8 @@ from urllib.parse import urlparse
 
 from pyspark.sql import SparkSession
 
+from lake.cli import one_line
+
 
 def _fs(spark: SparkSession, path: str):
     jvm = spark.sparkContext._jvm
@@ -65,7 +67,6 @@ class FileProbe:
     """What a file's bytes say before Spark reads its lines."""
 
     path: str
-    compressed: bool
     encoding: str | None = None  # a non-UTF-8 encoding its byte-order mark declares
     error: str | None = None  # why it cannot be read to its end (truncated or corrupt)
     lines_read: int = 0  # complete lines decoded before that error
@@ -98,14 +99,14 @@ def probe_file(spark: SparkSession, path: str) -> FileProbe:
         head = bytes(stream.readNBytes(4))
         encoding = next((name for bom, name in BOMS if head.startswith(bom)), None)
         if encoding is not None or codec is None:
-            return FileProbe(path, codec is not None, encoding)
+            return FileProbe(path, encoding)
         jvm.org.apache.commons.io.IOUtils.consume(stream)
-        return FileProbe(path, True)
+        return FileProbe(path)
     except Exception as exc:  # py4j wraps the Java EOFException / ZipException
-        error = _java_cause(exc)
+        error = one_line(exc)
     finally:
         _close_quietly(stream)
-    return FileProbe(path, True, error=error, lines_read=_lines_before_error(jvm, open_stream))
+    return FileProbe(path, error=error, lines_read=_lines_before_error(jvm, open_stream))
 
 
 def _lines_before_error(jvm, open_stream) -> int:
@@ -122,14 +123,6 @@ def _lines_before_error(jvm, open_stream) -> int:
         return lines
     finally:
         _close_quietly(stream)
-
-
-def _java_cause(exc: Exception) -> str:
-    java = getattr(exc, "java_exception", None)
-    if java is None:
-        return f"{type(exc).__name__}: {exc}"
-    text = str(java.toString())
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def _close_quietly(stream) -> None:
