@@ -60,10 +60,13 @@ class JobRun:
         """Read table ``name`` at the version successful runs published and record it as an
         input; refuse it when it is empty or does not match the other inputs' runs.
 
-        Reading back a table this run wrote pins the written version and is not an input.
+        Reading back a table this run wrote pins the written version and is not an input; a
+        second read of an input returns the version of the first, so one run never mixes two.
         """
         if name in self.outputs:
             return read_table(self.spark, self.lake, name, self.outputs[name])
+        if name in self.inputs:  # read before in this run: the same version, checks done
+            return read_table(self.spark, self.lake, name, self.inputs[name])
         path = table_path(self.lake, name)
         if not table_exists(self.spark, path):
             raise FileNotFoundError(
