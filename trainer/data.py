@@ -188,6 +188,17 @@ class BatchStream(IterableDataset):
         )
 
 
+def negatives_per_example(batch: list[Example], what: str = "one batch") -> int:
+    """The number of negatives every example of ``batch`` carries; an error if they differ
+    (the flat negatives tensor is reshaped to examples x negatives)."""
+    counts = {len(e.negatives) for e in batch}
+    if len(counts) != 1:
+        raise ValueError(
+            f"examples of {what} carry different numbers of negatives: {sorted(counts)}"
+        )
+    return counts.pop()
+
+
 class RankSlice(IterableDataset):
     """This process's share of each global batch: every rank reads the same deterministic
     stream of family-disjoint global batches and keeps rows ``[rank * b, (rank + 1) * b)``.
@@ -207,12 +218,7 @@ class RankSlice(IterableDataset):
     def __iter__(self) -> Iterator[list[Example]]:
         share = self.stream.batch_size // self.world
         for batch in self.stream:
-            negatives = {len(e.negatives) for e in batch}
-            if len(negatives) != 1:
-                raise ValueError(
-                    f"examples of one global batch carry different numbers of negatives: "
-                    f"{sorted(negatives)}"
-                )
+            negatives_per_example(batch, "one global batch")  # ranks must gather equal shapes
             yield batch[self.rank * share : (self.rank + 1) * share]
 
 

@@ -12,7 +12,13 @@ import torch
 from torch.utils.data import DataLoader
 from transformers import Trainer
 
-from trainer.data import BatchStream, Example, RankSlice, family_disjoint_batches
+from trainer.data import (
+    BatchStream,
+    Example,
+    RankSlice,
+    family_disjoint_batches,
+    negatives_per_example,
+)
 from trainer.encoder import Encoder, format_passage, format_query
 
 
@@ -30,12 +36,7 @@ class Collator:
             ),
             "positive": self.encoder.tokenize([format_passage(e.positive, config) for e in batch]),
         }
-        k = {len(e.negatives) for e in batch}
-        if len(k) != 1:
-            raise ValueError(
-                f"examples in one batch carry different numbers of negatives: {sorted(k)}"
-            )
-        if k != {0}:
+        if negatives_per_example(batch):
             out["negatives"] = self.encoder.tokenize(
                 [format_passage(t, config) for e in batch for t in e.negatives]
             )
