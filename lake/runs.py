@@ -19,7 +19,14 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lake.snapshots import Run, Snapshot, check_consistent, succeeded_runs, tag, visible
-from lake.tables import ensure_table, read_table, table_exists, table_path, write_table
+from lake.tables import (
+    ensure_table,
+    read_table,
+    retry_conflicts,
+    table_exists,
+    table_path,
+    write_table,
+)
 from schemas import table
 
 
@@ -153,7 +160,9 @@ class JobRun:
         try:
             ensure_table(self.spark, path, spec)
             frame = self.spark.createDataFrame([row], spec.spark_schema())
-            frame.write.format("delta").mode("append").save(path)
+            retry_conflicts(
+                lambda: frame.write.format("delta").mode("append").save(path), "record the run"
+            )
         except Exception as log_exc:  # never hide the job's own error behind the log's
             if exc is None:
                 raise

@@ -6,6 +6,12 @@ contract of ``schemas`` (columns, types, partitioning) and keeps reruns idempote
 
 from __future__ import annotations
 
+import random
+import sys
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -43,8 +49,81 @@ def conform(df: DataFrame, spec: TableSpec) -> DataFrame:
     return df.select([F.col(f.name).cast(f.dataType).alias(f.name) for f in schema.fields])
 
 
+T = TypeVar("T")
+
+#: Attempts of one commit that lost a race to another writer's commit (see ``retry_conflicts``).
+COMMIT_ATTEMPTS = 5
+
+
+def _conflicts() -> tuple[type[BaseException], ...]:
+    from delta.exceptions import (
+        ConcurrentAppendException,
+        ConcurrentDeleteDeleteException,
+        ConcurrentDeleteReadException,
+        ConcurrentTransactionException,
+        ConcurrentWriteException,
+        DeltaConcurrentModificationException,
+        MetadataChangedException,
+        ProtocolChangedException,
+    )
+
+    return (
+        ConcurrentAppendException,
+        ConcurrentDeleteDeleteException,
+        ConcurrentDeleteReadException,
+        ConcurrentTransactionException,
+        ConcurrentWriteException,
+        DeltaConcurrentModificationException,
+        MetadataChangedException,
+        ProtocolChangedException,
+    )
+
+
+def retry_conflicts(action: Callable[[], T], what: str, attempts: int = COMMIT_ATTEMPTS) -> T:
+    """Run ``action`` (one Delta commit), again after a short random wait when it lost an
+    optimistic-concurrency race; other errors, and the last conflict, propagate.
+
+    Every commit of ours replaces a whole table or partition (or blindly appends a run row),
+    so repeating it after another writer's commit is what a rerun would do: the later commit
+    wins, and ``lake.snapshots`` decides what readers may see.
+    """
+    for attempt in range(1, attempts + 1):
+        try:
+            return action()
+        except _conflicts() as conflict:
+            if attempt == attempts:
+                raise
+            wait = random.uniform(0.2, 1.0) * attempt
+            print(
+                f"[lake] {what}: commit conflict ({type(conflict).__name__}); "
+                f"retry {attempt}/{attempts - 1} in {wait:.1f} s",
+                file=sys.stderr,
+                flush=True,
+            )
+            time.sleep(wait)
+    raise AssertionError("unreachable")
+
+
 def ensure_table(spark: SparkSession, path: str, spec: TableSpec) -> None:
-    """Create the Delta table with the contract's schema, partitioning and comments if absent."""
+    """Create the Delta table with the contract's schema, partitioning and comments if absent.
+
+    Two writers creating one table at once: the loser's create fails in several ways (a
+    conflict, or "table not found" while the winner's first commit lands); it tries again
+    until the table exists.
+    """
+    for attempt in range(1, COMMIT_ATTEMPTS + 1):
+        try:
+            _create_if_absent(spark, path, spec)
+            return
+        except Exception:
+            if table_exists(spark, path):
+                return
+            if attempt == COMMIT_ATTEMPTS:
+                raise
+            time.sleep(random.uniform(0.2, 1.0) * attempt)  # the winner's commit is landing
+
+
+def _create_if_absent(spark: SparkSession, path: str, spec: TableSpec) -> None:
     from delta.tables import DeltaTable
 
     builder = (
@@ -58,10 +137,22 @@ def ensure_table(spark: SparkSession, path: str, spec: TableSpec) -> None:
     builder.execute()
 
 
-def latest_version(spark: SparkSession, path: str) -> int:
+def latest_version(spark: SparkSession, path: str, user_metadata: str | None = None) -> int:
+    """The table's newest version, or the newest commit carrying ``user_metadata`` (a writer's
+    own commit, even when another writer committed right after it; the newest version when
+    the writer's commit was empty and Delta skipped it)."""
     from delta.tables import DeltaTable
 
-    return int(DeltaTable.forPath(spark, path).history(1).select("version").first()[0])
+    history = DeltaTable.forPath(spark, path)
+    if user_metadata is None:
+        return int(history.history(1).select("version").first()[0])
+    recent = history.history(50).select(
+        F.max("version").alias("newest"),
+        F.max(F.when(F.col("userMetadata") == user_metadata, F.col("version"))).alias("mine"),
+    )
+    row = recent.first()
+    # no commit of ours: Delta records no empty commit (an empty partition replaced by nothing)
+    return int(row["newest"] if row["mine"] is None else row["mine"])
 
 
 def table_exists(spark: SparkSession, path: str) -> bool:
@@ -91,8 +182,8 @@ def write_table(
         writer = writer.option("replaceWhere", replace_where)
     if user_metadata:
         writer = writer.option("userMetadata", user_metadata)
-    writer.save(path)
-    return latest_version(spark, path)
+    retry_conflicts(lambda: writer.save(path), f"write {name}")
+    return latest_version(spark, path, user_metadata)
 
 
 def read_table(spark: SparkSession, lake: str, name: str, version: int | None = None) -> DataFrame:
