@@ -1,8 +1,18 @@
-"""Evaluate a model (or BM25) on X-category retrieval by language x view, per IPC section.
+"""Evaluate a model (or BM25, or a hybrid) on X-category retrieval and the other tasks.
 
     spark-submit spark_jobs/prepare_evaluation.py --lake LAKE --out INPUTS      # once
     python -m evaluation.evaluate --lake LAKE --inputs INPUTS --model models/xembed --name xembed
     python -m evaluation.evaluate --lake LAKE --inputs INPUTS --model bm25 --name bm25
+    python -m evaluation.evaluate ... --model hybrid:models/xembed --name hybrid
+    python -m evaluation.evaluate ... --query-types all --landscape G,H --tasks retrieval,inscope
+
+Tasks (``--tasks``, default all): ``retrieval`` (Hit@K, Recall@K, MRR, nDCG@10 per language x
+query type x IPC section, and per stratum: filing year, section, country, language, and IN /
+OUT of ``--landscape``), ``inscope`` (InScope@10 at IPC subclass and section),
+``classification`` and ``clustering`` (a logistic-regression probe and k-means on the frozen
+TAC embeddings of prepare_evaluation's probe sample; dense models only). Definitions:
+``evaluation.tasks`` and README "Evaluation tasks". ``hybrid:<model>`` fuses BM25 and the
+model's run by reciprocal rank fusion (k = 60).
 
 This command only searches and scores. Its inputs come from ``spark_jobs/prepare_evaluation.py``
 (any Spark URI; copied to a local cache when remote, since Lucene and FAISS read local
@@ -29,7 +39,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 
-from evaluation import metrics
+from evaluation import metrics, tasks
 from lake import (
     JobRun,
     add_lake_arguments,
@@ -84,7 +94,32 @@ def read_inputs(spark, lake: str, inputs: str, cache: Path) -> tuple[Path, dict,
     queries = pq.read_table(folder / "queries").to_pylist()
     for q in queries:
         q["x_cited"] = list(q["x_cited"] or [])
+        q["ipc_codes"] = list(q.get("ipc_codes") or [])
     return folder, manifest, families, queries
+
+
+def select_query_types(queries: list[dict], wanted: list[str]) -> list[dict]:
+    """The queries of the ``wanted`` types; fails naming a type the inputs do not hold."""
+    unknown = sorted(set(wanted) - set(defaults.QUERY_TYPES))
+    if unknown:
+        raise ValueError(
+            f"unknown query type(s) {unknown}; known: {', '.join(defaults.QUERY_TYPES)}"
+        )
+    held = {q["view"] for q in queries}
+    missing = [t for t in wanted if t not in held]
+    if missing:
+        raise ValueError(
+            f"the evaluation inputs hold no query of type(s) {missing} (they hold "
+            f"{sorted(held)}); rerun spark_jobs/prepare_evaluation.py with this code"
+        )
+    return [q for q in queries if q["view"] in set(wanted)]
+
+
+def parse_query_types(text: str) -> list[str]:
+    """``all`` or a comma-separated list of query types, upper-cased, in the given order."""
+    if text.strip().lower() == "all":
+        return list(defaults.QUERY_TYPES)
+    return list(dict.fromkeys(t.strip().upper() for t in text.split(",") if t.strip()))
 
 
 def search_dense(
@@ -94,8 +129,11 @@ def search_dense(
     dims: list[int | None],
     depth: int,
     batch_size: int,
+    keep: dict | None = None,
 ) -> dict[int, list[list[tuple[str, float]]]]:
-    """dim -> per query [(doc, score)] best first, ``depth`` deep, from FAISS inner product."""
+    """dim -> per query [(doc, score)] best first, ``depth`` deep, from FAISS inner product.
+
+    ``keep`` (a dict) receives the collection's ids and embeddings for the probe tasks."""
     import pyarrow.dataset as ds
     import torch
     from torch.nn import functional
@@ -108,6 +146,8 @@ def search_dense(
         ids.extend(batch.column("id").to_pylist())
         chunks.append(encoder.encode_passage(batch.column("text").to_pylist(), batch_size))
     docs = torch.cat(chunks)
+    if keep is not None:
+        keep.update(ids=ids, embeddings=docs)
     qvec = encoder.encode_query(
         [q["text"] for q in queries], [q["lang"] for q in queries], batch_size
     )
@@ -153,8 +193,16 @@ def evaluate_results(
     cutoffs: list[int],
     out_dir: Path,
     tag: str,
+    doc_ipc: dict[str, list[str]] | None = None,
+    landscape: frozenset[str] = frozenset(),
+    min_cell: int = defaults.MIN_CELL,
 ) -> tuple[list[dict], list[dict]]:
-    """(per_query rows, aggregated metric rows) for every dim; writes TREC runs and qrels."""
+    """(per_query rows, aggregated metric rows) for every dim; writes TREC runs and qrels.
+
+    Aggregated rows: task ``retrieval`` as in the paper (``stratum = ALL``) and per stratum
+    cell; with ``doc_ipc`` (document -> IPC codes) also task ``inscope`` (InScope@10 at
+    subclass and section) for the queries that have IPC codes.
+    """
     depth = max(cutoffs)
     qrels, meta = {}, {}
     for q in queries:
@@ -164,6 +212,7 @@ def evaluate_results(
     effective = {qid for qid, rel in qrels.items() if rel}
     per_query, aggregated = [], []
     names = [f"{m}@{k}" for m in ("hit", "recall") for k in cutoffs] + ["mrr", "ndcg@10"]
+    inscope_names = [f"inscope_{level}@10" for level in tasks.IPC_LEVELS]
     for dim, lists in results.items():
         runs: dict[tuple, dict] = defaultdict(dict)
         for q, found in zip(queries, lists, strict=True):
@@ -171,13 +220,19 @@ def evaluate_results(
             if qid in effective:
                 banned = set(members.get(q["family_id"], [])) | {q["publication_number"]}
                 runs[(q["lang"], q["view"])][qid] = exclude_family(found, banned, depth)
-        rows = []
+        rows, inscope_rows = [], []
         for (lang, view), run in sorted(runs.items()):
             metrics.write_run(str(out_dir / f"{lang}_{view}_{dim}.trec"), run, tag)
             scored = metrics.score_queries(run, {qid: qrels[qid] for qid in run}, cutoffs)
+            inscope = {}
+            if doc_ipc is not None:
+                query_ipc = {qid: meta[qid]["ipc_codes"] for qid in run}
+                for level in tasks.IPC_LEVELS:
+                    inscope[level], _ = tasks.inscope(run, query_ipc, doc_ipc, 10, level)
             for qid, values in scored.items():
                 q = meta[qid]
                 ranks = metrics.relevant_ranks(metrics.ranked(run[qid]), qrels[qid])
+                shares = {level: inscope[level].get(qid) for level in inscope}
                 per_query.append(
                     {
                         "query_id": q["publication_number"],
@@ -188,10 +243,37 @@ def evaluate_results(
                         "first_x_rank": min(ranks) if ranks else None,
                         "x_ranks": ranks,
                         "n_x": len(qrels[qid]),
+                        "filing_year": q.get("filing_year"),
+                        "country_code": q.get("country_code"),
+                        "in_landscape": (q["ipc_section"] in landscape) if landscape else None,
+                        "inscope_subclass": shares.get("subclass"),
+                        "inscope_section": shares.get("section"),
                     }
                 )
-                rows.append({"lang": lang, "view": view, "ipc_section": q["ipc_section"], **values})
-        aggregated += [{**r, "dim": dim} for r in metrics.aggregate(rows, names)]
+                row = {
+                    "lang": lang,
+                    "view": view,
+                    "ipc_section": q["ipc_section"],
+                    "strata": tasks.strata({**q, "lang": lang}, landscape),
+                    **values,
+                }
+                rows.append(row)
+                if shares and all(v is not None for v in shares.values()):
+                    inscope_rows.append(
+                        {**row, **{f"inscope_{k}@10": v for k, v in shares.items()}}
+                    )
+        for task, task_rows, task_names in (
+            ("retrieval", rows, names),
+            ("inscope", inscope_rows, inscope_names),
+        ):
+            if not task_rows:
+                continue
+            cells = [
+                {**r, "stratum": "ALL", "small_cell": None}
+                for r in paper_aggregate(task_rows, task_names)
+            ]
+            cells += tasks.stratify(task_rows, task_names, min_cell)
+            aggregated += [{**r, "task": task, "dim": dim} for r in cells]
     metrics.write_qrels(
         str(out_dir / "qrels.txt"), {q: r for q, r in qrels.items() if q in effective}
     )
@@ -201,6 +283,74 @@ def evaluate_results(
             q = meta[qid]
             f.write(f"{qid}\t{q['lang']}\t{q['view']}\t{q['ipc_section'] or ''}\n")
     return per_query, aggregated
+
+
+def paper_aggregate(rows: list[dict], names: list[str]) -> list[dict]:
+    """The paper's aggregation (metrics.aggregate) where per-language and Overall rows
+    (``view = ALL``) average the paper's four views only, whatever other query types ran:
+    those appear per language x type and IPC section, so Tables 2-4 never change with them."""
+    paper = [r for r in rows if r["view"] in defaults.QUERY_VIEWS]
+    other = [r for r in rows if r["view"] not in defaults.QUERY_VIEWS]
+    return metrics.aggregate(paper, names) + [
+        r for r in metrics.aggregate(other, names) if r["view"] != "ALL"
+    ]
+
+
+def probe_tasks(
+    ids: list[str],
+    embeddings,
+    probe: list[dict],
+    dims: list[int],
+    wanted: set[str],
+    seed: int,
+    info=print,
+) -> list[dict]:
+    """eval/metrics rows of the classification and clustering tasks on frozen embeddings of
+    the probe patents (rows of prepare_evaluation's probe/), per dim and label level."""
+    import torch
+    from torch.nn import functional
+
+    position = {doc: i for i, doc in enumerate(ids)}
+    rows_of = [r for r in probe if r["id"] in position]
+    if not rows_of:
+        info("classification/clustering skipped: no probe patent in the collection")
+        return []
+    index = torch.tensor([position[r["id"]] for r in rows_of])
+    families = [r["family_id"] for r in rows_of]
+    out = []
+    for dim in dims:
+        vectors = functional.normalize(embeddings[index, :dim], dim=-1).numpy()
+        for level in ("section", "subclass"):
+            labels = [r[level] for r in rows_of]
+            measured = {}
+            for task in sorted(wanted & {"classification", "clustering"}):
+                try:
+                    if task == "classification":
+                        result = tasks.classification(vectors, labels, families, seed)
+                        measured[task] = (result, result["test_rows"], tasks.F1_METRICS)
+                    else:
+                        result = tasks.clustering(vectors, labels, seed)
+                        measured[task] = (result, result["rows"], tasks.V_METRICS)
+                except ValueError as error:  # too few labels or rows: say so, write nothing
+                    info(f"{task} by {level} skipped at dim {dim}: {error}")
+            for task, (result, n, names) in measured.items():
+                out += [
+                    {
+                        "task": task,
+                        "lang": "ALL",
+                        "view": "TAC",
+                        "dim": dim,
+                        "ipc_section": "ALL",
+                        "stratum": f"label={level}",
+                        "metric": name,
+                        "k": None,
+                        "value": float(result[name]),
+                        "n_queries": int(n),
+                        "small_cell": None,
+                    }
+                    for name in names
+                ]
+    return out
 
 
 def write_tables(
@@ -222,7 +372,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--inputs", required=True, help="spark_jobs/prepare_evaluation.py output (any URI)"
     )
-    parser.add_argument("--model", required=True, help="model folder, builtin:..., or bm25")
+    parser.add_argument(
+        "--model", required=True, help="model folder, builtin:..., bm25, or hybrid:<model>"
+    )
     parser.add_argument(
         "--name", required=True, help="row label in the tables (e.g. xembed, sft, bm25)"
     )
@@ -230,6 +382,29 @@ def main(argv: list[str] | None = None) -> int:
         "--dims", default=defaults.EVAL_DIMS, help="dense dims to evaluate; 'full' = model dim"
     )
     parser.add_argument("--cutoffs", default=",".join(map(str, defaults.METRIC_CUTOFFS)))
+    parser.add_argument(
+        "--query-types",
+        default=",".join(defaults.QUERY_VIEWS),
+        help=f"comma-separated, or 'all' ({', '.join(defaults.QUERY_TYPES)}); "
+        "default: the paper's four views",
+    )
+    parser.add_argument(
+        "--tasks",
+        default=",".join(defaults.EVAL_TASKS),
+        help=f"comma-separated subset of {', '.join(defaults.EVAL_TASKS)}",
+    )
+    parser.add_argument(
+        "--landscape",
+        default="",
+        help="IPC sections of the training landscape (e.g. G,H): metrics per IN / OUT",
+    )
+    parser.add_argument(
+        "--min-cell",
+        type=int,
+        default=defaults.MIN_CELL,
+        help="strata cells with fewer query views are marked small_cell",
+    )
+    parser.add_argument("--seed", type=int, default=7, help="seed of the probe tasks")
     parser.add_argument("--run-id", default=None)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument(
@@ -243,6 +418,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     cutoffs = sorted({int(k) for k in args.cutoffs.split(",")})
     dims = [None if d == "full" else int(d) for d in args.dims.split(",")]
+    wanted = parse_tasks(args.tasks)
+    landscape = parse_landscape(args.landscape)
+    query_types = parse_query_types(args.query_types)
     run_id = args.run_id or f"{args.name}-{datetime.now(UTC):%Y%m%dT%H%M%S}"
 
     spark = build_session("xembed-evaluate", args.master)
@@ -254,32 +432,68 @@ def main(argv: list[str] | None = None) -> int:
         inputs, manifest, members, queries = read_inputs(
             spark, args.lake, args.inputs, Path(args.cache)
         )
+        queries = select_query_types(queries, query_types)
         job.inputs.update(manifest["delta_versions"])
         out_dir = fs.local_path(runs_uri) or Path(scratch) / "run"
         out_dir.mkdir(parents=True, exist_ok=True)
         largest_family = max((len(m) for m in members.values()), default=1)
         depth = max(cutoffs) + largest_family
-        collection_ids = set(
-            pq.read_table(inputs / "collection", columns=["id"]).column("id").to_pylist()
-        )
-        if args.model == "bm25":
-            results = search_bm25(inputs, Path(scratch), queries, depth)
-            model_path, used_dims = None, [0]
-        else:
+        collection = pq.read_table(inputs / "collection", columns=["id", "ipc_codes"]).to_pylist()
+        collection_ids = {r["id"] for r in collection}
+        doc_ipc = {r["id"]: list(r["ipc_codes"] or []) for r in collection}
+        kind, dense_model = model_kind(args.model)
+        embeddings: dict = {}
+        model_path = None
+        if kind in ("bm25", "hybrid"):
+            bm25 = search_bm25(inputs, Path(scratch), queries, depth)
+        if kind in ("dense", "hybrid"):
             # deferred: torch and transformers load only for dense models, not for BM25 runs
             from trainer.encoder import Encoder
 
-            model_path = resolve(args.model)
+            model_path = resolve(dense_model)
             encoder = Encoder.from_pretrained(model_path)
             if args.max_length:
                 encoder.encoder_config.max_length = args.max_length
             results = search_dense(
-                encoder, inputs / "collection", queries, dims, depth, args.batch_size
+                encoder, inputs / "collection", queries, dims, depth, args.batch_size, embeddings
             )
-            used_dims = sorted(results)
-        per_query, aggregated = evaluate_results(
-            results, queries, members, collection_ids, cutoffs, out_dir, args.name
-        )
+        if kind == "bm25":
+            results = bm25
+        elif kind == "hybrid":
+            results = {dim: fuse(bm25[0], lists, depth) for dim, lists in results.items()}
+        used_dims = sorted(results)
+        per_query, aggregated = [], []
+        if wanted & {"retrieval", "inscope"}:
+            per_query, aggregated = evaluate_results(
+                results,
+                queries,
+                members,
+                collection_ids,
+                cutoffs,
+                out_dir,
+                args.name,
+                doc_ipc if "inscope" in wanted else None,
+                landscape,
+                args.min_cell,
+            )
+            if "retrieval" not in wanted:
+                aggregated = [r for r in aggregated if r["task"] != "retrieval"]
+        if wanted & {"classification", "clustering"}:
+            if kind != "dense":
+                job.info(f"classification/clustering: not for a {kind} run (no embeddings)")
+            elif not (inputs / "probe").exists():
+                job.info("classification/clustering skipped: inputs hold no probe/ (re-prepare)")
+            else:
+                probe = pq.read_table(inputs / "probe").to_pylist()
+                aggregated += probe_tasks(
+                    embeddings["ids"],
+                    embeddings["embeddings"],
+                    probe,
+                    used_dims,
+                    wanted,
+                    args.seed,
+                    job.info,
+                )
         fs.publish(spark, out_dir, runs_uri)
         run_row = {
             "run_id": run_id,
@@ -288,21 +502,84 @@ def main(argv: list[str] | None = None) -> int:
             "dims": used_dims,
             "data_versions": dict(job.inputs),
             "created_at": datetime.now(UTC),
+            "tasks": sorted(wanted),
+            "query_types": query_types,
+            "landscape": sorted(landscape),
         }
         write_tables(spark, args.lake, run_row, per_query, aggregated)
-        overall = {
-            (r["dim"], r["metric"], r["k"]): r["value"]
-            for r in aggregated
-            if r["lang"] == "ALL" and r["view"] == "ALL"
-        }
         job.count("effective_query_views", len({(r["query_id"], r["view"]) for r in per_query}))
-        for dim in used_dims:
-            job.info(
-                f"{args.name} dim={dim}: overall macro Hit@100 = {overall.get((dim, 'hit', 100), 0):.4f}, "
-                f"Hit@10 = {overall.get((dim, 'hit', 10), 0):.4f}"
-            )
+        for task in sorted({r["task"] for r in aggregated}):
+            job.count(f"metric_rows_{task}", sum(1 for r in aggregated if r["task"] == task))
+        for line in headline(aggregated, args.name):
+            job.info(line)
     print(run_id)
     return 0
+
+
+def parse_tasks(text: str) -> set[str]:
+    wanted = {t.strip().lower() for t in text.split(",") if t.strip()}
+    unknown = sorted(wanted - set(defaults.EVAL_TASKS))
+    if unknown or not wanted:
+        raise ValueError(
+            f"--tasks: unknown {unknown}; choose from {', '.join(defaults.EVAL_TASKS)}"
+        )
+    return wanted
+
+
+def parse_landscape(text: str) -> frozenset[str]:
+    """``A,B,C`` -> IPC section letters; empty -> no landscape."""
+    sections = frozenset(s.strip().upper() for s in text.split(",") if s.strip())
+    bad = sorted(sections - set(metrics.SECTIONS))
+    if bad:
+        raise ValueError(f"--landscape: {bad} are not IPC sections (A-H)")
+    return sections
+
+
+def model_kind(model: str) -> tuple[str, str | None]:
+    """(``bm25`` | ``dense`` | ``hybrid``, the dense model or None)."""
+    if model == "bm25":
+        return "bm25", None
+    if model.startswith("hybrid:"):
+        dense = model.removeprefix("hybrid:")
+        if not dense:
+            raise ValueError("--model hybrid:<model>: name the dense model to fuse with BM25")
+        return "hybrid", dense
+    return "dense", model
+
+
+def fuse(
+    bm25: list[list[tuple[str, float]]], dense: list[list[tuple[str, float]]], depth: int
+) -> list[list[tuple[str, float]]]:
+    """Per query, the reciprocal rank fusion (k = 60) of the BM25 and the dense list."""
+    fused = []
+    for i, (a, b) in enumerate(zip(bm25, dense, strict=True)):
+        fused.append(tasks.rrf([{i: a}, {i: b}], depth=depth).get(i, []))
+    return fused
+
+
+def headline(aggregated: list[dict], name: str) -> list[str]:
+    """One log line per dim: the overall figures of each task that ran."""
+    lines = []
+    for dim in sorted({r["dim"] for r in aggregated}):
+        cells = {
+            (r["task"], r["metric"], r["k"], r["stratum"]): r["value"]
+            for r in aggregated
+            if r["dim"] == dim and r["lang"] == "ALL" and r["view"] in ("ALL", "TAC")
+        }
+        parts = [
+            f"{label} = {cells[key]:.4f}"
+            for label, key in (
+                ("macro Hit@100", ("retrieval", "hit", 100, "ALL")),
+                ("Hit@10", ("retrieval", "hit", 10, "ALL")),
+                ("nDCG@10", ("retrieval", "ndcg", 10, "ALL")),
+                ("InScope@10 (subclass)", ("inscope", "inscope_subclass", 10, "ALL")),
+                ("macro-F1 (section)", ("classification", "macro_f1", None, "label=section")),
+                ("V-measure (section)", ("clustering", "v_measure", None, "label=section")),
+            )
+            if key in cells
+        ]
+        lines.append(f"{name} dim={dim}: " + ", ".join(parts))
+    return lines
 
 
 if __name__ == "__main__":

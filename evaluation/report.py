@@ -1,10 +1,14 @@
-"""Tables 1-4 and Figures 2-3 of the paper, from the eval Delta tables.
+"""Tables 1-4 and Figures 2-3 of the paper, and a section per further evaluation task, from
+the eval Delta tables.
 
     python -m evaluation.report --lake data/lake --runs bm25-...,stage1-...,sft-...,xembed-... --out reports/eval \\
         [--dim 64] [--compare sft-...,xembed-...]
 
-Writes report.md, report.html, fig2_language_view_differences.png and fig3_macro_hit_at_k.png.
-Every number comes from eval/metrics, eval/per_query and eval/significance.
+Writes report.md, report.html, fig2_language_view_differences.png, fig3_macro_hit_at_k.png,
+and, when the runs hold them, sections on query types (fig4_query_types.png, a heat map),
+strata, InScope, classification and clustering, and in- vs out-of-landscape retrieval
+(fig5_landscape.png). Every number comes from eval/metrics, eval/per_query and
+eval/significance; the definitions that are ours are in README "Evaluation tasks".
 """
 
 from __future__ import annotations
@@ -23,9 +27,200 @@ LANG_LABEL = {"zh": "CN", "en": "EN", "ja": "JP"}
 VIEWS = list(defaults.QUERY_VIEWS)
 
 
+STRATUM_KEYS = ("year", "section", "country", "lang")
+
+
 def load(lake: str, name: str) -> pd.DataFrame:
     """An eval table as pandas; empty (with its columns) when it was never written."""
     return read_pandas(lake, name)
+
+
+def paper_rows(metrics: pd.DataFrame) -> pd.DataFrame:
+    """The rows of the paper's tables: X retrieval over all queries (no stratum)."""
+    return metrics[(metrics.task == "retrieval") & (metrics.stratum == "ALL")]
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def query_type_table(metrics: pd.DataFrame, runs: list[str], dim: int) -> pd.DataFrame:
+    """Query type x run: macro Hit@100, the mean over languages of each type's IPC-section
+    macro (the paper's per-view figure, for every type that ran)."""
+    m = macro(paper_rows(metrics), runs, dim, "hit", 100)
+    cells = m[(m.lang != "ALL") & (m.view != "ALL")]
+    if cells.empty:
+        return pd.DataFrame()
+    wide = cells.pivot_table(index="view", columns="name", values="value", aggfunc="mean")
+    order = [t for t in defaults.QUERY_TYPES if t in wide.index]
+    names = dict.fromkeys(n for r in runs for n in cells[cells.run_id == r].name)
+    return wide.loc[order, list(names)].reset_index().rename(columns={"view": "Query type"})
+
+
+def figure_query_types(table: pd.DataFrame, path: Path) -> None:
+    plt = _plt()
+    values = table.set_index("Query type") * 100
+    fig, ax = plt.subplots(figsize=(1.6 + 1.1 * len(values.columns), 0.9 + 0.42 * len(values)))
+    image = ax.imshow(values.values, cmap="viridis", aspect="auto", vmin=0, vmax=100)
+    ax.set_xticks(range(len(values.columns)), values.columns, rotation=30, ha="right")
+    ax.set_yticks(range(len(values.index)), values.index)
+    for i in range(values.shape[0]):
+        for j in range(values.shape[1]):
+            v = values.values[i, j]
+            if v == v:  # not NaN
+                ax.text(j, i, f"{v:.1f}", ha="center", va="center", color="white", fontsize=8)
+    fig.colorbar(image, ax=ax, label="macro Hit@100 (%)")
+    ax.set_title("Query type × model")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def _run_rows(metrics: pd.DataFrame, runs: list[str], dim: int, **where) -> pd.DataFrame:
+    parts = []
+    for run in runs:
+        rows = metrics[metrics.run_id == run]
+        if rows.empty:
+            continue
+        dims = set(rows.dim)
+        rows = rows[rows.dim == (dim if dim in dims else max(dims))]
+        for column, value in where.items():
+            rows = rows[rows[column].isin(value if isinstance(value, list) else [value])]
+        parts.append(rows)
+    return pd.concat(parts) if parts else pd.DataFrame(columns=metrics.columns)
+
+
+def strata_table(metrics: pd.DataFrame, runs: list[str], dim: int, key: str) -> pd.DataFrame:
+    """Cells of one stratum key x run: Hit@100 (mean over query views, all query types), the
+    query views per cell, small cells marked with '*'."""
+    rows = _run_rows(metrics, runs, dim, task="retrieval", view="ALL", metric="hit")
+    rows = rows[(rows.k == 100) & rows.stratum.str.startswith(f"{key}=")]
+    if rows.empty:
+        return pd.DataFrame()
+    out = []
+    for cell, group in rows.groupby("stratum", sort=True):
+        first = group.iloc[0]
+        line = {key: cell.split("=", 1)[1], "query views": int(first.n_queries)}
+        for r in group.itertuples():
+            line[r.name] = f"{100 * r.value:.2f}" + ("*" if r.small_cell else "")
+        out.append(line)
+    return pd.DataFrame(out)
+
+
+def inscope_table(metrics: pd.DataFrame, runs: list[str], dim: int) -> pd.DataFrame:
+    """Run: overall nDCG@10 beside InScope@10 at subclass and section (IPC-section macro)."""
+    rows = _run_rows(metrics, runs, dim, lang="ALL", view="ALL", ipc_section="MACRO")
+    rows = rows[rows.stratum == "ALL"]
+    wanted = {
+        ("retrieval", "ndcg"): "nDCG@10",
+        ("inscope", "inscope_subclass"): "InScope@10 subclass",
+        ("inscope", "inscope_section"): "InScope@10 section",
+    }
+    out = []
+    for run in runs:
+        mine = rows[rows.run_id == run]
+        line = {"Model": mine.name.iloc[0] if len(mine) else run}
+        for (task, metric), label in wanted.items():
+            hit = mine[(mine.task == task) & (mine.metric == metric)]
+            line[label] = float(hit.value.iloc[0]) if len(hit) else float("nan")
+        if len(mine[mine.task == "inscope"]):
+            out.append(line)
+    return pd.DataFrame(out)
+
+
+def probe_table(metrics: pd.DataFrame, runs: list[str]) -> pd.DataFrame:
+    """Run x dim x label level: macro/micro F1 and V-measure, homogeneity, completeness."""
+    rows = metrics[metrics.run_id.isin(runs) & metrics.task.isin(["classification", "clustering"])]
+    if rows.empty:
+        return pd.DataFrame()
+    rows = rows.assign(label=rows.stratum.str.removeprefix("label="))
+    wide = rows.pivot_table(
+        index=["name", "dim", "label"], columns="metric", values="value", sort=False
+    )
+    columns = ("macro_f1", "micro_f1", "v_measure", "homogeneity", "completeness")
+    wide = wide[[c for c in columns if c in wide.columns]].reset_index()
+    return wide.rename(columns={"name": "Model", "dim": "Dim", "label": "Labels"})
+
+
+def landscape_table(metrics: pd.DataFrame, runs: list[str], dim: int) -> pd.DataFrame:
+    """Run: Hit@100 of queries IN and OUT of the landscape (view ALL) and the gap in %."""
+    from evaluation.tasks import landscape_gap
+
+    rows = _run_rows(metrics, runs, dim, task="retrieval", view="ALL", metric="hit")
+    rows = rows[(rows.k == 100) & rows.stratum.isin(["landscape=IN", "landscape=OUT"])]
+    out = []
+    for run in runs:
+        mine = rows[rows.run_id == run].set_index("stratum")
+        if len(mine) < 2:
+            continue
+        inside, outside = mine.value["landscape=IN"], mine.value["landscape=OUT"]
+        gap = landscape_gap(inside, outside)
+        out.append(
+            {
+                "Model": mine.name.iloc[0],
+                "IN": inside,
+                "OUT": outside,
+                "gap (%)": "n/a" if gap is None else f"{gap:.1f}",
+                "IN queries": int(mine.n_queries["landscape=IN"]),
+                "OUT queries": int(mine.n_queries["landscape=OUT"]),
+            }
+        )
+    return pd.DataFrame(out)
+
+
+def figure_landscape(table: pd.DataFrame, path: Path) -> None:
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(1.5 + 1.2 * len(table), 3.5))
+    x = range(len(table))
+    ax.bar([i - 0.2 for i in x], table.IN * 100, width=0.4, label="IN landscape")
+    ax.bar([i + 0.2 for i in x], table.OUT * 100, width=0.4, label="OUT of landscape")
+    ax.set_xticks(list(x), table.Model, rotation=30, ha="right")
+    ax.set_ylabel("Hit@100 (%)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def task_sections(
+    metrics: pd.DataFrame, runs: list[str], dim: int, out: Path
+) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """(sections, figures) of the tasks beyond the paper's tables, for what the runs hold."""
+    sections, figures = [], []
+    types = query_type_table(metrics, runs, dim)
+    if not types.empty:
+        sections.append(("Query types: macro Hit@100 (%) per query type", _fmt(types)))
+        figure_query_types(types, out / "fig4_query_types.png")
+        figures.append(("Figure 4: query type × model, macro Hit@100", "fig4_query_types.png"))
+    for key in STRATUM_KEYS:
+        table = strata_table(metrics, runs, dim, key)
+        if not table.empty:
+            sections.append(
+                (
+                    f"Strata by {key}: Hit@100 (%) over all query views (* fewer than the "
+                    "minimum count)",
+                    _fmt(table, False),
+                )
+            )
+    inscope = inscope_table(metrics, runs, dim)
+    if not inscope.empty:
+        sections.append(("InScope@10 beside nDCG@10 (IPC-section macro, %)", _fmt(inscope)))
+    probe = probe_table(metrics, runs)
+    if not probe.empty:
+        sections.append(
+            ("Classification (F1) and clustering (V-measure) on frozen TAC", _fmt(probe, False))
+        )
+    landscape = landscape_table(metrics, runs, dim)
+    if not landscape.empty:
+        sections.append(("In- vs out-of-landscape Hit@100 (%)", _fmt(landscape)))
+        figure_landscape(landscape, out / "fig5_landscape.png")
+        figures.append(("Figure 5: in- vs out-of-landscape Hit@100", "fig5_landscape.png"))
+    return sections, figures
 
 
 def run_dim(metrics: pd.DataFrame, run: str, dim: int) -> int:
@@ -118,11 +313,7 @@ def table4(metrics: pd.DataFrame, a: str, b: str, dim: int) -> pd.DataFrame:
 
 
 def figure2(m: pd.DataFrame, a: str, b: str, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = _plt()
     cells = m[m.lang != "ALL"]
     wide = cells.pivot_table(index=["lang", "view"], columns="run_id", values="value")
     diff = (wide[b] - wide[a]) * 100
@@ -139,11 +330,7 @@ def figure2(m: pd.DataFrame, a: str, b: str, path: Path) -> None:
 
 
 def figure3(metrics: pd.DataFrame, runs: list[str], dim: int, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = _plt()
     fig, ax = plt.subplots(figsize=(6, 4))
     for run in runs:
         d = run_dim(metrics, run, dim)
@@ -167,13 +354,15 @@ def figure3(metrics: pd.DataFrame, runs: list[str], dim: int, path: Path) -> Non
 def build(
     lake: str, runs: list[str], out: Path, dim: int = 64, compare: tuple[str, str] | None = None
 ) -> Path:
-    metrics, per_query = load(lake, "eval/metrics"), load(lake, "eval/per_query")
+    every, per_query = load(lake, "eval/metrics"), load(lake, "eval/per_query")
+    metrics = paper_rows(every)
     missing = [r for r in runs if r not in set(metrics.get("run_id", []))]
     if missing:
         raise ValueError(f"eval/metrics has no rows for run(s) {missing}")
     out.mkdir(parents=True, exist_ok=True)
     a, b = compare or (runs[-2], runs[-1]) if len(runs) >= 2 else (runs[0], runs[0])
     m100 = macro(metrics, runs, dim, "hit", 100)
+    m100 = m100[m100.view.isin([*VIEWS, "ALL"])]  # the paper's tables: its four views
     sections = [
         (
             "Table 1: effective query counts per view by IPC section",
@@ -210,6 +399,9 @@ def build(
         ),
         ("Figure 3: overall macro Hit@K across cutoffs", "fig3_macro_hit_at_k.png"),
     ]
+    more_sections, more_figures = task_sections(every, runs, dim, out)
+    sections += more_sections
+    figures += more_figures
     md = ["# xembed evaluation report", "", f"Runs: {', '.join(runs)}", ""]
     for title, body in sections:
         md += [f"## {title}", "", body, ""]
@@ -295,7 +487,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.summary:
         print(path)
         return 0
-    metrics = load(args.lake, "eval/metrics")
+    metrics = paper_rows(load(args.lake, "eval/metrics"))
     a, b = compare or (runs[-2], runs[-1])
     print(f"\nIPC-section macro Hit@100 (%), {args.dim} dimensions (BM25: lexical)\n")
     print(summary_table(metrics, load(args.lake, "eval/significance"), runs, args.dim, a, b))

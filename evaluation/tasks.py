@@ -14,6 +14,12 @@ tasks"):
   family with a seeded hash (no family in both halves), macro- and micro-F1 on the test half.
 - **Clustering**: k-means with k = number of distinct labels (seeded, 10 restarts),
   V-measure, homogeneity and completeness against the labels.
+- **Strata**: each query view falls in one cell per key: ``year=`` (filing year),
+  ``section=`` (main IPC section), ``country=`` (jurisdiction), ``lang=`` and, with a
+  landscape, ``landscape=IN|OUT`` (IN: the query's main IPC section is in the landscape; a
+  query without a section is OUT). A cell's value is the mean over its query views (per query
+  type and over all of them, ``view = ALL``); cells below the minimum count are marked
+  ``small_cell``, never hidden. The landscape gap is (IN - OUT) / IN in percent.
 """
 
 from __future__ import annotations
@@ -24,10 +30,65 @@ from collections.abc import Iterable, Mapping
 
 import numpy as np
 
-from evaluation.metrics import ranked
+from evaluation.metrics import parse_metric, ranked
 
 RRF_K = 60
+F1_METRICS = ("macro_f1", "micro_f1")
+V_METRICS = ("v_measure", "homogeneity", "completeness")
 IPC_LEVELS = {"subclass": 4, "section": 1}
+STRATUM_FIELDS = (
+    ("year", "filing_year"),
+    ("section", "ipc_section"),
+    ("country", "country_code"),
+    ("lang", "lang"),
+)
+
+
+def strata(query: Mapping, landscape: frozenset[str] = frozenset()) -> list[str]:
+    """The strata cells of one query (``year=2025``, ..., ``landscape=IN``)."""
+    cells = []
+    for key, field in STRATUM_FIELDS:
+        value = query.get(field)
+        cells.append(f"{key}={'unknown' if value in (None, '') else value}")
+    if landscape:
+        cells.append("landscape=" + ("IN" if query.get("ipc_section") in landscape else "OUT"))
+    return cells
+
+
+def stratify(rows: list[dict], names: list[str], min_cell: int) -> list[dict]:
+    """Mean of each metric per stratum cell, per query type and over all (``view = ALL``).
+
+    ``rows``: per query view, with ``view``, ``strata`` (from :func:`strata`) and the metric
+    values under ``names``; returns eval/metrics-shaped rows (lang and ipc_section ``ALL``).
+    """
+    cells: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    for row in rows:
+        for cell in row["strata"]:
+            cells[(cell, row["view"])].append(row)
+            cells[(cell, "ALL")].append(row)
+    out = []
+    for (cell, view), members in sorted(cells.items()):
+        for name in names:
+            metric, k = parse_metric(name)
+            out.append(
+                {
+                    "lang": "ALL",
+                    "view": view,
+                    "ipc_section": "ALL",
+                    "stratum": cell,
+                    "metric": metric,
+                    "k": k,
+                    "value": float(sum(r[name] for r in members) / len(members)),
+                    "n_queries": len(members),
+                    "small_cell": len(members) < min_cell,
+                }
+            )
+    return out
+
+
+def landscape_gap(inside: float, outside: float) -> float | None:
+    """(IN - OUT) / IN in percent; None when IN is 0."""
+    return None if not inside else 100.0 * (inside - outside) / inside
 
 
 def ipc_prefixes(codes: Iterable[str] | None, level: str) -> frozenset[str]:

@@ -177,7 +177,8 @@ def write_table(
     spec = table(name)
     path = table_path(lake, name)
     ensure_table(spark, path, spec)
-    writer = conform(df, spec).write.format("delta").mode("overwrite")
+    # mergeSchema: a table written before its contract gained a column takes the new column
+    writer = conform(df, spec).write.format("delta").mode("overwrite").option("mergeSchema", "true")
     if replace_where:
         writer = writer.option("replaceWhere", replace_where)
     if user_metadata:

@@ -7,9 +7,17 @@ these, so a change here changes every default at once.
 from __future__ import annotations
 
 # Text views of a patent in silver/views (FIC: first independent claim).
-VIEWS = ("ABS", "CLAIM", "DESC", "TAC", "FIC")
+VIEWS = ("ABS", "CLAIM", "DESC", "TAC", "FIC", "TITLE")
 # The paper's four query views: Stage II training queries and evaluation queries.
 QUERY_VIEWS = ("ABS", "CLAIM", "DESC", "TAC")
+# Every evaluation query type (README "Query types"); evaluation uses QUERY_VIEWS by default.
+QUERY_TYPES = (*QUERY_VIEWS, "TITLE", "TA", "FIC", "ICLAIMS", "DESC1", "TACD", "CODES", "SUMMARY")
+# Evaluation tasks of evaluation.evaluate (README "Evaluation tasks").
+EVAL_TASKS = ("retrieval", "inscope", "classification", "clustering")
+# Strata cells with fewer query views than this are marked small (eval/metrics.small_cell).
+MIN_CELL = 10
+# Training-pool patents (one per family) embedded for classification and clustering.
+PROBE_SIZE = 2000
 # Patents filed on or after this date with X citations are evaluation queries (split).
 EVAL_CUTOFF = "2025-01-01"
 # Stage II: unique candidates per query view from BM25 united with dense retrieval.

@@ -37,7 +37,7 @@ def test_views_and_claim_graph(spark):
     )
     texts = curation.with_parsed_claims(curation.best_texts(bronze(spark, [record])))
     views = {r["view"]: r["text"] for r in curation.views(texts).collect()}
-    assert set(views) == {"ABS", "CLAIM", "DESC", "TAC", "FIC"}
+    assert set(views) == {"ABS", "CLAIM", "DESC", "TAC", "FIC", "TITLE"}
     assert views["TAC"] == "A title\nAn abstract.\n1. A cup.\n2. The cup of claim 1.\n3. A saucer."
     assert views["FIC"] == "A cup."
     graph = sorted(

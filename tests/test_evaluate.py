@@ -75,6 +75,35 @@ def test_end_to_end_on_a_file_uri_lake_tables_report_significance_and_sql(
                 "10,20,100",
                 "--max-length",
                 "128",
+                "--query-types",
+                "all",
+                "--landscape",
+                "G,H",
+            ]
+        )
+        == 0
+    )
+    assert (
+        evaluate.main(
+            [
+                "--lake",
+                lake_uri,
+                "--inputs",
+                inputs,
+                "--model",
+                "hybrid:builtin:qwen3-tiny",
+                "--name",
+                "hybrid",
+                "--run-id",
+                "e2e-hybrid",
+                "--cutoffs",
+                "10,20,100",
+                "--max-length",
+                "128",
+                "--dims",
+                "64",
+                "--tasks",
+                "retrieval,inscope",
             ]
         )
         == 0
@@ -107,12 +136,49 @@ def test_end_to_end_on_a_file_uri_lake_tables_report_significance_and_sql(
     ) == [0]
     metrics = DeltaTable(f"{lake}/eval/metrics").to_pandas()
     overall = metrics[(metrics.lang == "ALL") & (metrics.view == "ALL") & (metrics.metric == "hit")]
-    assert set(overall.run_id) == {"e2e-base", "e2e-bm25"}
+    assert set(overall.run_id) == {"e2e-base", "e2e-bm25", "e2e-hybrid"}
     assert ((overall.value >= 0) & (overall.value <= 1)).all()
     per_query = DeltaTable(f"{lake}/eval/per_query").to_pandas()
     queries = DeltaTable(f"{lake}/silver/eval_queries").to_pandas()
     assert set(per_query.query_id) <= set(queries.publication_number)
-    assert set(per_query.view) <= {"ABS", "CLAIM", "DESC", "TAC"}
+    assert set(per_query[per_query.run_id == "e2e-bm25"].view) == {"ABS", "CLAIM", "DESC", "TAC"}
+    base_types = set(per_query[per_query.run_id == "e2e-base"].view)
+    assert {"TITLE", "TA", "FIC", "ICLAIMS", "DESC1", "TACD", "CODES", "SUMMARY"} <= base_types
+    tasks_of = metrics.groupby("run_id").task.agg(set)
+    assert tasks_of["e2e-base"] == {"retrieval", "inscope", "classification", "clustering"}
+    assert tasks_of["e2e-hybrid"] == {"retrieval", "inscope"}
+    base = metrics[metrics.run_id == "e2e-base"]
+    strata = base[
+        (base.task == "retrieval")
+        & (base.stratum != "ALL")
+        & (base.view == "ALL")
+        & (base.dim == 64)
+    ]
+    hit100 = strata[(strata.metric == "hit") & (strata.k == 100)].set_index("stratum")
+    landscape = hit100.loc[["landscape=IN", "landscape=OUT"]]
+    base_pq = per_query[(per_query.run_id == "e2e-base") & (per_query.dim == 64)]
+    assert landscape.n_queries.sum() == len(base_pq)  # every query view is IN or OUT
+    assert int(landscape.n_queries["landscape=IN"]) == int(base_pq.in_landscape.sum())
+    for key in ("year=", "section=", "country=", "lang="):
+        cells = hit100[hit100.index.str.startswith(key)]
+        assert cells.n_queries.sum() == len(base_pq), key
+        assert (cells.small_cell == (cells.n_queries < 10)).all()
+    # a stratum cell is the mean over its query views, recomputed from eval/per_query
+    cn = base_pq[base_pq.country_code == "CN"]
+    hit = cn.first_x_rank.fillna(10**6).le(100).mean()
+    assert float(hit100.loc["country=CN", "value"]) == pytest.approx(hit)
+    probes = base[base.task.isin(["classification", "clustering"])]
+    assert set(probes.metric) == {
+        "macro_f1",
+        "micro_f1",
+        "v_measure",
+        "homogeneity",
+        "completeness",
+    }
+    assert set(probes.stratum) == {"label=section", "label=subclass"}
+    assert ((probes.value >= 0) & (probes.value <= 1)).all()
+    inscope = base[(base.task == "inscope") & (base.stratum == "ALL")]
+    assert {"inscope_subclass", "inscope_section"} == set(inscope.metric)
     # the metrics CLI scores the TREC files the same way as the tables
     run_dir = Path(lake) / "runs" / "e2e-bm25"
     out = subprocess.run(
@@ -163,9 +229,25 @@ def test_end_to_end_on_a_file_uri_lake_tables_report_significance_and_sql(
     overall_p = sig[(sig.lang == "ALL") & (sig.view == "ALL")].p_value.iloc[0]
     assert p_row.rstrip(" |").endswith(f"{overall_p:.4f}")
 
-    path = report.build(lake_uri, ["e2e-bm25", "e2e-base"], tmp_path / "report", dim=64)
+    path = report.build(
+        lake_uri,
+        ["e2e-bm25", "e2e-base", "e2e-hybrid"],
+        tmp_path / "report",
+        dim=64,
+        compare=("e2e-bm25", "e2e-base"),
+    )
     text = path.read_text()
     assert "Table 2" in text and "Table 4" in text and "Paired randomization" in text
+    for section in (
+        "Query types",
+        "Strata by country",
+        "InScope@10",
+        "Classification",
+        "landscape",
+    ):
+        assert section in text, section
+    for figure in ("fig4_query_types.png", "fig5_landscape.png"):
+        assert (tmp_path / "report" / figure).stat().st_size > 1000
     assert (tmp_path / "report" / "fig3_macro_hit_at_k.png").stat().st_size > 1000
     assert (tmp_path / "report" / "report.html").read_text().count("<table>") >= 4
 

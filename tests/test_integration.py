@@ -59,7 +59,7 @@ def test_views_claims_and_families_are_consistent(pipeline):
         delta(lake, "silver/views"),
         delta(lake, "silver/claims"),
     )
-    assert set(views.view) == {"ABS", "CLAIM", "DESC", "TAC", "FIC"}
+    assert set(views.view) == {"ABS", "CLAIM", "DESC", "TAC", "FIC", "TITLE"}
     assert {"zh", "en", "ja"} <= set(views.lang)
     assert (
         set(patents.ipc_section.dropna()) <= set("ABCDEFGH") and len(set(patents.ipc_section)) >= 5

@@ -135,3 +135,130 @@ def test_clustering_recovers_separable_labels():
     x, y, _ = _blobs()
     assert clustering(x, y, seed=2)["v_measure"] == pytest.approx(1.0)
     assert len(set(cluster_assignments(x, 3, seed=2))) == 3
+
+
+# --- evaluation wiring: strata, InScope rows, the paper's aggregation, hybrid, probe tasks ---
+
+
+def _query(pn, view, section, year, country, codes, cited, lang="en"):
+    return {
+        "publication_number": pn,
+        "family_id": f"F{pn}",
+        "lang": lang,
+        "view": view,
+        "ipc_section": section,
+        "x_cited": cited,
+        "text": "q",
+        "filing_year": year,
+        "country_code": country,
+        "ipc_codes": codes,
+    }
+
+
+def test_evaluate_results_writes_inscope_strata_and_landscape_rows(tmp_path):
+    from evaluation.evaluate import evaluate_results
+
+    queries = [
+        _query("Q1", "ABS", "H", 2025, "CN", ["H01M10/05"], ["X1"]),
+        _query("Q2", "ABS", "G", 2026, "US", ["G06F3/01"], ["X2"]),
+        _query("Q1", "TITLE", "H", 2025, "CN", ["H01M10/05"], ["X1"]),
+    ]
+    doc_ipc = {"X1": ["H01M4/00"], "X2": ["H04L9/00"], "D": ["G06F17/00"]}
+    found = {
+        "Q1": [("X1", 0.9), ("D", 0.5)],  # X1 at rank 1 shares H01M; D shares nothing
+        "Q2": [("D", 0.9), ("X2", 0.8)],  # D shares G06F; X2 at rank 2, section H only
+    }
+    results = {64: [found[q["publication_number"]] for q in queries]}
+    per_query, rows = evaluate_results(
+        results,
+        queries,
+        {},
+        {"X1", "X2", "D"},
+        [1, 2],
+        tmp_path,
+        "t",
+        doc_ipc=doc_ipc,
+        landscape=frozenset({"H"}),
+        min_cell=2,
+    )
+    by_query = {(r["query_id"], r["view"]): r for r in per_query}
+    assert by_query[("Q1", "ABS")]["inscope_subclass"] == pytest.approx(0.1)  # 1 of top 10
+    assert by_query[("Q2", "ABS")]["inscope_subclass"] == pytest.approx(0.1)
+    assert by_query[("Q2", "ABS")]["inscope_section"] == pytest.approx(0.1)  # D (G); X2 is H
+    assert by_query[("Q1", "ABS")]["in_landscape"] is True
+    assert by_query[("Q2", "ABS")]["in_landscape"] is False
+    cell = {
+        (r["task"], r["stratum"], r["view"], r["metric"], r["k"]): r
+        for r in rows
+        if r["stratum"] != "ALL"
+    }
+    inside = cell[("retrieval", "landscape=IN", "ALL", "hit", 1)]
+    outside = cell[("retrieval", "landscape=OUT", "ALL", "hit", 1)]
+    assert (inside["value"], inside["n_queries"], inside["small_cell"]) == (1.0, 2, False)
+    assert (outside["value"], outside["n_queries"], outside["small_cell"]) == (0.0, 1, True)
+    assert cell[("retrieval", "year=2026", "ABS", "hit", 2)]["value"] == 1.0
+    assert cell[("retrieval", "country=CN", "TITLE", "mrr", None)]["value"] == 1.0
+    assert cell[("inscope", "section=G", "ALL", "inscope_subclass", 10)]["value"] == 0.1
+    # the paper's Overall (view ALL) averages its four views only: TITLE is left out of it
+    overall = next(
+        r
+        for r in rows
+        if r["task"] == "retrieval"
+        and r["stratum"] == "ALL"
+        and r["lang"] == "ALL"
+        and r["metric"] == "hit"
+        and r["k"] == 1
+    )
+    assert overall["value"] == pytest.approx(0.5)  # en-ABS: mean of sections G (0) and H (1)
+    assert any(r["view"] == "TITLE" and r["lang"] == "en" for r in rows)
+
+
+def test_hybrid_fusion_is_rrf_of_the_two_lists():
+    from evaluation.evaluate import fuse, model_kind
+
+    assert model_kind("hybrid:models/xembed") == ("hybrid", "models/xembed")
+    assert model_kind("bm25") == ("bm25", None)
+    with pytest.raises(ValueError, match="hybrid:<model>"):
+        model_kind("hybrid:")
+    bm25 = [[("a", 9.0), ("b", 8.0)]]
+    dense = [[("b", 0.9), ("c", 0.8)]]
+    fused = fuse(bm25, dense, 10)[0]
+    assert [d for d, _ in fused] == ["b", "a", "c"]
+    assert fused[0][1] == pytest.approx(1 / 62 + 1 / 61)
+
+
+def test_probe_tasks_rows_match_sklearn_on_the_same_split():
+    import torch
+    from sklearn.metrics import f1_score, v_measure_score
+
+    from evaluation.evaluate import probe_tasks
+
+    rng = np.random.default_rng(3)
+    centers = {"A": np.eye(8)[0], "G": np.eye(8)[1], "H": np.eye(8)[2]}
+    probe_rows, vectors = [], []
+    for i in range(90):
+        section = "AGH"[i % 3]
+        probe_rows.append(
+            {"id": f"P{i}", "family_id": f"F{i}", "section": section, "subclass": f"{section}01M"}
+        )
+        vectors.append(centers[section] + 0.05 * rng.standard_normal(8))
+    ids = [r["id"] for r in probe_rows] + ["OTHER"]
+    embeddings = torch.tensor(np.vstack([*vectors, np.ones(8)]), dtype=torch.float32)
+    rows = probe_tasks(ids, embeddings, probe_rows, [8], {"classification", "clustering"}, 5)
+    got = {(r["task"], r["stratum"], r["metric"]): r["value"] for r in rows}
+    labels = [r["section"] for r in probe_rows]
+    _, truth, predicted = probe(
+        embeddings[:90].numpy(), labels, [r["family_id"] for r in probe_rows], 5
+    )
+    assert got[("classification", "label=section", "macro_f1")] == pytest.approx(
+        f1_score(truth, predicted, average="macro")
+    )
+    assigned = cluster_assignments(embeddings[:90].numpy(), 3, 5)
+    assert got[("clustering", "label=section", "v_measure")] == pytest.approx(
+        v_measure_score(labels, assigned)
+    )
+    assert got[("clustering", "label=section", "v_measure")] > 0.9
+    # one subclass per section here: the subclass rows equal the section rows
+    assert got[("classification", "label=subclass", "micro_f1")] == pytest.approx(
+        got[("classification", "label=section", "micro_f1")]
+    )

@@ -91,7 +91,7 @@ def with_parsed_claims(texts: DataFrame) -> DataFrame:
 
 
 def views(texts: DataFrame) -> DataFrame:
-    """silver/views rows: ABS, CLAIM, DESC, TAC (title+abstract+claims) and FIC."""
+    """silver/views rows: ABS, CLAIM, DESC, TAC (title+abstract+claims), FIC and TITLE."""
     fic = F.try_element_at(F.filter("parsed_claims", lambda c: c.independent), F.lit(1)).text
     tac = F.when(
         F.col("abstract").isNotNull() | F.col("claims").isNotNull(),
@@ -103,6 +103,13 @@ def views(texts: DataFrame) -> DataFrame:
         F.struct(F.lit("DESC").alias("view"), F.col("description").alias("text")),
         F.struct(F.lit("TAC").alias("view"), tac.alias("text")),
         F.struct(F.lit("FIC").alias("view"), fic.alias("text")),
+        # a title alone is no patent text: TITLE only beside another view of that language
+        F.struct(
+            F.lit("TITLE").alias("view"),
+            F.when(
+                F.coalesce("abstract", "claims", "description").isNotNull(), F.col("title")
+            ).alias("text"),
+        ),
     )
     exploded = texts.select(
         "publication_number", "family_id", "lang", F.explode(candidates).alias("v")

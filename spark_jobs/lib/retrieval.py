@@ -16,6 +16,7 @@ from pyspark.sql import functions as F
 from schemas.defaults import QUERY_VIEWS
 from spark_jobs.lib.citations import resolved_x
 from spark_jobs.lib.leakage import training_views
+from spark_jobs.lib.query_types import query_texts
 
 
 def pool_tac(views: DataFrame, excluded: DataFrame) -> DataFrame:
@@ -122,10 +123,74 @@ def family_members(patents: DataFrame) -> DataFrame:
     )
 
 
-def evaluation_queries(queries: DataFrame, views: DataFrame) -> DataFrame:
-    """silver/eval_queries in each query view of their language, with the X citations."""
+def evaluation_queries(
+    queries: DataFrame, views: DataFrame, claims: DataFrame, patents: DataFrame
+) -> DataFrame:
+    """silver/eval_queries in every query type of their language (``view`` holds the type,
+    see spark_jobs.lib.query_types), with the X citations and what evaluation stratifies by:
+    filing year, IPC section and codes, country (jurisdiction) and language."""
+    meta = queries.select(
+        "publication_number",
+        "lang",
+        "ipc_section",
+        "x_cited",
+        F.year("filing_date").alias("filing_year"),
+    ).join(
+        patents.select("publication_number", "family_id", "country_code", "ipc_codes"),
+        "publication_number",
+    )
+    texts = query_texts(queries, views, claims, patents)
+    return meta.join(texts, ["publication_number", "lang"]).select(
+        "publication_number",
+        "family_id",
+        "lang",
+        "view",
+        "ipc_section",
+        "x_cited",
+        "text",
+        "filing_year",
+        "country_code",
+        "ipc_codes",
+    )
+
+
+def with_ipc_codes(collection: DataFrame, patents: DataFrame) -> DataFrame:
+    """The collection (id, ...) with each document's IPC codes (InScope reads them)."""
+    codes = patents.select(F.col("publication_number").alias("id"), "ipc_codes")
+    return collection.join(codes, "id", "left")
+
+
+def probe_sample(
+    patents: DataFrame, collection: DataFrame, excluded: DataFrame, size: int, seed: int
+) -> DataFrame:
+    """Classification and clustering inputs: up to ``size`` training-pool patents (no excluded
+    family), one per family, chosen by a seeded hash, with their collection TAC and labels:
+    ``section`` (main IPC section) and ``subclass`` (its first code in that section, 4
+    characters). Patents without a section are left out."""
+    main_code = F.try_element_at(
+        F.filter(
+            "ipc_codes", lambda c: F.upper(F.substring(F.trim(c), 1, 1)) == F.col("ipc_section")
+        ),
+        F.lit(1),
+    )
+    labelled = (
+        patents.where(F.col("ipc_section").isNotNull())
+        .join(F.broadcast(excluded.select("family_id").distinct()), "family_id", "left_anti")
+        .select(
+            F.col("publication_number").alias("id"),
+            "family_id",
+            F.col("ipc_section").alias("section"),
+            F.upper(F.substring(F.trim(main_code), 1, 4)).alias("subclass"),
+        )
+        .where(F.length("subclass") == 4)
+        .withColumn("_h", F.xxhash64(F.lit(seed), "id"))
+    )
+    one_per_family = Window.partitionBy("family_id").orderBy("_h", "id")
     return (
-        queries.select("publication_number", "lang", "ipc_section", "x_cited")
-        .join(views.where(F.col("view").isin(*QUERY_VIEWS)), ["publication_number", "lang"])
-        .select("publication_number", "family_id", "lang", "view", "ipc_section", "x_cited", "text")
+        labelled.withColumn("_r", F.row_number().over(one_per_family))
+        .where("_r = 1")
+        .join(collection.select("id", "lang", "text"), "id")
+        .orderBy("_h", "id")
+        .limit(size)
+        .drop("_h", "_r")
     )

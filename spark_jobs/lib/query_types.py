@@ -1,0 +1,121 @@
+"""Evaluation query types: the texts a query patent is searched with (README "Query types").
+
+The paper's four views (ABS, CLAIM, DESC, TAC) come straight from silver/views; the others
+are built here from silver/views, silver/claims and silver/patents, in the query's language:
+
+- ``TITLE``: the title; ``TA``: title + abstract;
+- ``FIC``: the first independent claim; ``ICLAIMS``: every independent claim, in order;
+- ``DESC1``: the first description paragraph, i.e. the first line of the description with at
+  least 20 characters once a paragraph number (``[0001]``) is removed (headings such as
+  "TECHNICAL FIELD" are skipped);
+- ``TACD``: title + abstract + claims + description (TAC, then DESC);
+- ``CODES``: the IPC and CPC codes, space-separated, IPC first, each once;
+- ``SUMMARY``: a SumBasic extractive summary of abstract + description
+  (``spark_jobs.lib.summary``).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import StringType
+
+from schemas.defaults import QUERY_TYPES
+from spark_jobs.lib.summary import sumbasic
+
+PARAGRAPH_MIN_CHARS = 20
+_SOURCE_VIEWS = ("ABS", "CLAIM", "DESC", "TAC", "FIC", "TITLE")
+
+
+@F.pandas_udf(StringType())
+def summary_udf(texts: pd.Series, langs: pd.Series) -> pd.Series:
+    """Arrow UDF around :func:`sumbasic`."""
+    return pd.Series(
+        [
+            sumbasic(t if isinstance(t, str) else None, lang)
+            for t, lang in zip(texts, langs, strict=True)
+        ]
+    )
+
+
+def first_paragraph(description: Column) -> Column:
+    """The first line of at least PARAGRAPH_MIN_CHARS characters, paragraph number removed."""
+    lines = F.transform(
+        F.split(description, "\n"), lambda line: F.trim(F.regexp_replace(line, r"^\[\d+\]", ""))
+    )
+    long_lines = F.filter(lines, lambda line: F.length(line) >= PARAGRAPH_MIN_CHARS)
+    return F.coalesce(F.try_element_at(long_lines, F.lit(1)), F.try_element_at(lines, F.lit(1)))
+
+
+def _joined(*columns: str) -> Column:
+    """Present parts joined by newlines; null when every part is missing."""
+    present = F.coalesce(*[F.col(c) for c in columns]).isNotNull()
+    return F.when(present, F.concat_ws("\n", *columns))
+
+
+def query_texts(
+    queries: DataFrame, views: DataFrame, claims: DataFrame, patents: DataFrame
+) -> DataFrame:
+    """(publication_number, lang, view, text): every query type of every query patent (rows
+    of ``queries``: publication_number, lang), in its language; types without text are left
+    out (a patent without claims has no ICLAIMS)."""
+    keys = queries.select("publication_number", "lang").distinct()
+    wide = (
+        views.where(F.col("view").isin(*_SOURCE_VIEWS))
+        .join(keys, ["publication_number", "lang"], "left_semi")
+        .groupBy("publication_number", "lang")
+        .pivot("view", list(_SOURCE_VIEWS))
+        .agg(F.first("text"))
+    )
+    independent = (
+        claims.where("independent")
+        .join(keys, ["publication_number", "lang"], "left_semi")
+        .groupBy("publication_number", "lang")
+        .agg(F.array_sort(F.collect_list(F.struct("claim_number", "text"))).alias("_ic"))
+        .select(
+            "publication_number",
+            "lang",
+            F.concat_ws("\n", F.transform("_ic", lambda c: c.text)).alias("ICLAIMS"),
+        )
+    )
+    codes = patents.select(
+        "publication_number",
+        F.array_join(
+            F.array_distinct(
+                F.concat(
+                    F.coalesce("ipc_codes", F.array().cast("array<string>")),
+                    F.coalesce("cpc_codes", F.array().cast("array<string>")),
+                )
+            ),
+            " ",
+        ).alias("CODES"),
+    )
+    texts = (
+        keys.join(wide, ["publication_number", "lang"], "left")
+        .join(independent, ["publication_number", "lang"], "left")
+        .join(codes, "publication_number", "left")
+        .select(
+            "publication_number",
+            "lang",
+            *[F.col(v) for v in _SOURCE_VIEWS],
+            "ICLAIMS",
+            "CODES",
+            _joined("TITLE", "ABS").alias("TA"),
+            first_paragraph(F.col("DESC")).alias("DESC1"),
+            _joined("TAC", "DESC").alias("TACD"),
+            summary_udf(_joined("ABS", "DESC"), F.col("lang")).alias("SUMMARY"),
+        )
+    )
+    stacked = texts.select(
+        "publication_number",
+        "lang",
+        F.explode(
+            F.array(
+                *[F.struct(F.lit(t).alias("view"), F.col(t).alias("text")) for t in QUERY_TYPES]
+            )
+        ).alias("q"),
+    )
+    return stacked.select(
+        "publication_number", "lang", F.col("q.view").alias("view"), F.col("q.text").alias("text")
+    ).where(F.col("text").isNotNull() & (F.length(F.trim("text")) > 0))

@@ -1,0 +1,70 @@
+"""Extractive summary of a patent text by SumBasic (Nenkova & Vanderwende, 2005).
+
+The query type ``SUMMARY`` of the evaluation: deterministic, no model. The text (abstract,
+then description) is split into sentences and into terms (lower-cased words of three or more
+letters outside scikit-learn's English stop words; character bigrams in Chinese and Japanese).
+Each term's probability is its share of all terms. Repeatedly: take the most probable term
+(all of them when tied), choose among the sentences holding it the one with the highest mean
+term probability (ties: the earlier sentence), then square the probabilities of the chosen sentence's terms, so that
+what it said counts less for the next pick. Stops after ``sentences`` picks or ``max_chars``
+characters; the picked sentences are returned in their order in the text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])|\n+")
+PARAGRAPH_NUMBER = re.compile(r"^\s*\[\d+\]\s*")
+WORD = re.compile(r"[^\W\d_]{3,}")
+CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]+")
+SENTENCES = 3
+MAX_CHARS = 600
+
+
+def sentences(text: str) -> list[str]:
+    """Sentences of ``text``: split after . ! ? (with a following blank), after 。！？ and at
+    line ends; paragraph numbers such as ``[0003]`` removed; empty pieces dropped."""
+    pieces = (PARAGRAPH_NUMBER.sub("", s).strip() for s in SENTENCE_END.split(text or ""))
+    return [p for p in pieces if p]
+
+
+def terms(sentence: str, lang: str) -> list[str]:
+    """Content terms of one sentence (see the module docstring)."""
+    if lang in ("zh", "ja"):
+        return [run[i : i + 2] for run in CJK.findall(sentence) for i in range(len(run) - 1)]
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    words = (w.lower() for w in WORD.findall(sentence))
+    return [w for w in words if w not in ENGLISH_STOP_WORDS]
+
+
+def sumbasic(
+    text: str | None, lang: str, n_sentences: int = SENTENCES, max_chars: int = MAX_CHARS
+) -> str | None:
+    """The SumBasic summary of ``text``; None when it has no sentence."""
+    units = sentences(text or "")
+    if not units:
+        return None
+    bags = [terms(s, lang) for s in units]
+    counts = Counter(t for bag in bags for t in bag)
+    total = sum(counts.values())
+    if not total:
+        return units[0][:max_chars]
+    prob = {t: c / total for t, c in counts.items()}
+    chosen: list[int] = []
+    length = 0
+    while len(chosen) < n_sentences and length < max_chars:
+        open_ = [i for i in range(len(units)) if i not in chosen and bags[i]]
+        if not open_:
+            break
+        top = max(prob[t] for i in open_ for t in bags[i])
+        holders = [i for i in open_ if any(prob[t] == top for t in bags[i])]
+        best = max(holders, key=lambda i: (sum(prob[t] for t in bags[i]) / len(bags[i]), -i))
+        chosen.append(best)
+        length += len(units[best])
+        for t in set(bags[best]):
+            prob[t] = prob[t] ** 2
+    joiner = "" if lang in ("zh", "ja") else " "
+    return joiner.join(units[i] for i in sorted(chosen))[:max_chars]

@@ -1,0 +1,90 @@
+"""Evaluation query types built in Spark, and the SumBasic summary, on hand-made patents."""
+
+from __future__ import annotations
+
+import pytest
+
+from schemas import table
+from spark_jobs.lib.query_types import query_texts
+from spark_jobs.lib.summary import sentences, sumbasic, terms
+
+
+def test_sumbasic_by_hand():
+    text = (
+        "The battery electrode stores lithium. "
+        "Weather was pleasant yesterday. "
+        "A battery electrode coating protects lithium electrode surfaces. "
+        "Nothing else matters here."
+    )
+    # 15 content terms: electrode 3, battery 2, lithium 2, nine others once ("nothing",
+    # "else", "here" are stop words). electrode is the most probable; of the two sentences
+    # holding it the first has the higher mean probability (0.533 / 4 > 0.867 / 7).
+    assert sumbasic(text, "en", n_sentences=1) == "The battery electrode stores lithium."
+    # then its terms are squared: the most probable terms are the singletons (1/15) of the
+    # other sentences; the weather sentence (mean 1/15) beats the third (0.316 / 7) and ties
+    # with the last, and the earlier wins; the summary keeps the order of the text
+    assert sumbasic(text, "en", n_sentences=2) == (
+        "The battery electrode stores lithium. Weather was pleasant yesterday."
+    )
+    assert sumbasic(text, "en", max_chars=20) == "The battery electrod"
+    assert sumbasic("", "en") is None
+
+
+def test_sentences_and_terms_in_chinese_and_japanese():
+    assert sentences("[0001] 本发明涉及电池。电池包括电极！\n背景") == [
+        "本发明涉及电池。",
+        "电池包括电极！",
+        "背景",
+    ]
+    assert terms("电池电极", "zh") == ["电池", "池电", "电极"]
+    assert terms("The battery and its electrode", "en") == ["battery", "electrode"]
+    assert sumbasic("电池包括电极。天气很好。电池电极涂层。", "zh", n_sentences=1) in (
+        "电池包括电极。",
+        "电池电极涂层。",
+    )
+
+
+@pytest.mark.spark
+def test_every_query_type_is_built_from_the_silver_tables(spark):
+    views = spark.createDataFrame(
+        [
+            ("P1", "F1", "en", "TITLE", "Cup", 3),
+            ("P1", "F1", "en", "ABS", "A cup holds tea.", 16),
+            ("P1", "F1", "en", "CLAIM", "1. A cup.\n2. The cup of claim 1.\n3. A lid.", 40),
+            (
+                "P1",
+                "F1",
+                "en",
+                "DESC",
+                "TECHNICAL FIELD\n[0001] The invention relates to cups for tea.\n[0002] More.",
+                80,
+            ),
+            ("P1", "F1", "en", "TAC", "Cup\nA cup holds tea.\n1. A cup.", 30),
+            ("P1", "F1", "en", "FIC", "A cup.", 6),
+            ("P1", "F1", "zh", "ABS", "杯子。", 3),  # another language: not the query's
+        ],
+        table("silver/views").spark_schema(),
+    )
+    claims = spark.createDataFrame(
+        [
+            ("P1", "F1", "en", 3, "A lid.", True, []),
+            ("P1", "F1", "en", 1, "A cup.", True, []),
+            ("P1", "F1", "en", 2, "The cup of claim 1.", False, [1]),
+        ],
+        table("silver/claims").spark_schema(),
+    )
+    patents = spark.createDataFrame(
+        [("P1", ["H01M10/05", "A47G19/00"], ["A47G19/2205", "H01M10/05"])],
+        "publication_number string, ipc_codes array<string>, cpc_codes array<string>",
+    )
+    queries = spark.createDataFrame([("P1", "en")], "publication_number string, lang string")
+    got = {r["view"]: r["text"] for r in query_texts(queries, views, claims, patents).collect()}
+    assert got["TITLE"] == "Cup"
+    assert got["TA"] == "Cup\nA cup holds tea."
+    assert got["FIC"] == "A cup."
+    assert got["ICLAIMS"] == "A cup.\nA lid."  # independent claims in claim order
+    assert got["DESC1"] == "The invention relates to cups for tea."  # heading skipped
+    assert got["TACD"] == "Cup\nA cup holds tea.\n1. A cup.\n" + got["DESC"]
+    assert got["CODES"] == "H01M10/05 A47G19/00 A47G19/2205"  # IPC first, each once
+    assert got["SUMMARY"] == sumbasic("A cup holds tea.\n" + got["DESC"], "en")
+    assert {"ABS", "CLAIM", "DESC", "TAC"} <= set(got)
