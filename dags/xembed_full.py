@@ -3,7 +3,9 @@
 
 The whole X-Embedding pipeline: data → Stage I pairs and Stage II triplets → training
 (Stage I, Stage II from Stage I, the SFT control) → evaluation (base, BM25, Stage I, SFT,
-X-Embedding) → report. Data-quality gates (Great Expectations) after every data stage stop
+X-Embedding, and the hybrid of BM25 and X-Embedding; each runs the tasks in
+`params.eval_tasks` on the query types in `params.query_types`) → report. `params.landscape`
+restricts the training data to some IPC sections and splits the metrics IN / OUT of them. Data-quality gates (Great Expectations) after every data stage stop
 everything downstream on a critical failure; they are never retried. Other tasks retry
 once (infrastructure hiccups). XCom carries run ids, paths and Delta versions only.
 
@@ -42,6 +44,7 @@ RETRIEVAL = f"{WORK}/retrieval"
 EVAL_INPUTS = f"{WORK}/evaluation"
 SHARDS = f"{WORK}/shards"
 MODELS = f"{WORK}/models"
+LANDSCAPE = "--landscape '{{ params.landscape }}'"
 NO_RETRY = {"retries": 0}  # a data-quality failure is a finding, not a hiccup
 
 
@@ -67,7 +70,8 @@ def encode(kind: str) -> str:
 def evaluate(model: str, name: str) -> str:
     return (
         f"python -m evaluation.evaluate --lake {LAKE} --inputs {EVAL_INPUTS} --model {model} --name {name} "
-        f"--run-id {name}-{TAG} --cutoffs {{{{ params.cutoffs }}}} --max-length {{{{ params.eval_max_length }}}}"
+        f"--run-id {name}-{TAG} --cutoffs {{{{ params.cutoffs }}}} --max-length {{{{ params.eval_max_length }}}} "
+        f"--query-types {{{{ params.query_types }}}} --tasks {{{{ params.eval_tasks }}}} {LANDSCAPE}"
     )
 
 
@@ -118,6 +122,22 @@ def evaluate(model: str, name: str) -> str:
         ),
         "cutoffs": Param(",".join(map(str, defaults.METRIC_CUTOFFS)), type="string"),
         "eval_max_length": Param(4096, type="integer", minimum=16),
+        "landscape": Param(
+            "",
+            type="string",
+            pattern="^[A-Ha-h, ]*$",
+            description="IPC sections (e.g. G,H): train only on them, report IN vs OUT; empty: all",
+        ),
+        "query_types": Param(
+            ",".join(defaults.QUERY_VIEWS),
+            type="string",
+            description=f"evaluation query types, or 'all' ({', '.join(defaults.QUERY_TYPES)})",
+        ),
+        "eval_tasks": Param(
+            ",".join(defaults.EVAL_TASKS),
+            type="string",
+            description=f"evaluation tasks, a subset of {', '.join(defaults.EVAL_TASKS)}",
+        ),
         "run_tag": Param(
             "", type="string", description="suffix of run ids; empty: the logical date"
         ),
@@ -154,7 +174,7 @@ def xembed_full():
 
     @task.bash
     def build_pairs() -> str:
-        return f"{SUBMIT}/build_pairs.py --lake {LAKE} --seed {SEED}"
+        return f"{SUBMIT}/build_pairs.py --lake {LAKE} --seed {SEED} {LANDSCAPE}"
 
     @task.bash(**NO_RETRY)
     def dq_pairs() -> str:
@@ -170,7 +190,7 @@ def xembed_full():
 
     @task.bash
     def prepare_retrieval() -> str:
-        return f"{SUBMIT}/prepare_retrieval.py --lake {LAKE} --out {RETRIEVAL}"
+        return f"{SUBMIT}/prepare_retrieval.py --lake {LAKE} --out {RETRIEVAL} {LANDSCAPE}"
 
     @task.bash
     def bm25_index() -> str:
@@ -199,7 +219,7 @@ def xembed_full():
     def build_triplets() -> str:
         return (
             f"{SUBMIT}/build_triplets.py --lake {LAKE} --seed {SEED} "
-            f"--validation-size {{{{ params.validation_size }}}}"
+            f"--validation-size {{{{ params.validation_size }}}} {LANDSCAPE}"
         )
 
     @task.bash(**NO_RETRY)
@@ -228,7 +248,7 @@ def xembed_full():
 
     @task.bash
     def prepare_evaluation() -> str:
-        return f"{SUBMIT}/prepare_evaluation.py --lake {LAKE} --out {EVAL_INPUTS}"
+        return f"{SUBMIT}/prepare_evaluation.py --lake {LAKE} --out {EVAL_INPUTS} --seed {SEED}"
 
     @task.bash
     def eval_bm25() -> str:
@@ -251,8 +271,12 @@ def xembed_full():
         return evaluate(f"{MODELS}/xembed", "xembed")
 
     @task.bash
+    def eval_hybrid() -> str:
+        return evaluate(f"hybrid:{MODELS}/xembed", "hybrid")
+
+    @task.bash
     def report() -> str:
-        runs = ",".join(f"{n}-{TAG}" for n in ("bm25", "base", "stage1", "sft", "xembed"))
+        runs = ",".join(f"{n}-{TAG}" for n in ("bm25", "base", "stage1", "sft", "xembed", "hybrid"))
         return (
             f"python -m evaluation.significance --lake {LAKE} --a sft-{TAG} --b xembed-{TAG} --permutations 2000 >&2"
             f" && python -m evaluation.report --lake {LAKE} --runs {runs} --compare sft-{TAG},xembed-{TAG}"
@@ -287,11 +311,13 @@ def xembed_full():
         "stage1": eval_stage1(),
         "sft": eval_sft(),
         "xembed": eval_xembed(),
+        "hybrid": eval_hybrid(),
     }
     silver >> prepare_evaluation() >> list(evals.values())
     stage1 >> evals["stage1"]
     sft >> evals["sft"]
     xembed >> evals["xembed"]
+    xembed >> evals["hybrid"]
     list(evals.values()) >> report()
 
 

@@ -43,6 +43,7 @@ from evaluation import metrics, tasks
 from lake import (
     JobRun,
     add_lake_arguments,
+    add_landscape_argument,
     build_session,
     fs,
     join,
@@ -393,11 +394,7 @@ def main(argv: list[str] | None = None) -> int:
         default=",".join(defaults.EVAL_TASKS),
         help=f"comma-separated subset of {', '.join(defaults.EVAL_TASKS)}",
     )
-    parser.add_argument(
-        "--landscape",
-        default="",
-        help="IPC sections of the training landscape (e.g. G,H): metrics per IN / OUT",
-    )
+    add_landscape_argument(parser, "report metrics of queries IN and OUT of it separately")
     parser.add_argument(
         "--min-cell",
         type=int,
@@ -419,7 +416,7 @@ def main(argv: list[str] | None = None) -> int:
     cutoffs = sorted({int(k) for k in args.cutoffs.split(",")})
     dims = [None if d == "full" else int(d) for d in args.dims.split(",")]
     wanted = parse_tasks(args.tasks)
-    landscape = parse_landscape(args.landscape)
+    landscape = frozenset(args.landscape)
     query_types = parse_query_types(args.query_types)
     run_id = args.run_id or f"{args.name}-{datetime.now(UTC):%Y%m%dT%H%M%S}"
 
@@ -524,15 +521,6 @@ def parse_tasks(text: str) -> set[str]:
             f"--tasks: unknown {unknown}; choose from {', '.join(defaults.EVAL_TASKS)}"
         )
     return wanted
-
-
-def parse_landscape(text: str) -> frozenset[str]:
-    """``A,B,C`` -> IPC section letters; empty -> no landscape."""
-    sections = frozenset(s.strip().upper() for s in text.split(",") if s.strip())
-    bad = sorted(sections - set(metrics.SECTIONS))
-    if bad:
-        raise ValueError(f"--landscape: {bad} are not IPC sections (A-H)")
-    return sections
 
 
 def model_kind(model: str) -> tuple[str, str | None]:

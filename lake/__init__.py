@@ -8,7 +8,14 @@ pyspark is imported by the modules below, not by this file's callers' callers.
 
 from lake import fs
 from lake.runs import EmptyTableError, JobRun
-from lake.session import add_lake_arguments, build_session, job_arguments, positive_int
+from lake.session import (
+    add_lake_arguments,
+    add_landscape_argument,
+    build_session,
+    job_arguments,
+    landscape,
+    positive_int,
+)
 from lake.snapshots import MixedLakeError, visible_versions
 from lake.tables import (
     conform,
@@ -28,12 +35,14 @@ __all__ = [
     "JobRun",
     "MixedLakeError",
     "add_lake_arguments",
+    "add_landscape_argument",
     "build_session",
     "conform",
     "ensure_table",
     "fs",
     "job_arguments",
     "join",
+    "landscape",
     "latest_version",
     "positive_int",
     "read_pandas",

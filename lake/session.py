@@ -82,6 +82,28 @@ def positive_int(text: str) -> int:
     return value
 
 
+IPC_SECTIONS = "ABCDEFGH"
+
+
+def landscape(text: str) -> tuple[str, ...]:
+    """argparse type: a landscape, i.e. IPC section letters ``A,B,C`` (sorted, each once);
+    an empty string is no landscape."""
+    sections = sorted({s.strip().upper() for s in text.split(",") if s.strip()})
+    bad = [s for s in sections if len(s) != 1 or s not in IPC_SECTIONS]
+    if bad:
+        raise argparse.ArgumentTypeError(f"{bad} are not IPC sections (A-H)")
+    return tuple(sections)
+
+
+def add_landscape_argument(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "--landscape",
+        type=landscape,
+        default=(),
+        help=f"IPC sections, e.g. G,H: {what} (default: none, every section)",
+    )
+
+
 def job_arguments(description: str) -> argparse.ArgumentParser:
     """An argument parser with the flags every job shares (kebab-case)."""
     parser = argparse.ArgumentParser(description=description)

@@ -10,9 +10,10 @@ import sys
 from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 
-from lake import JobRun, build_session, job_arguments, positive_int
+from lake import JobRun, add_landscape_argument, build_session, job_arguments, positive_int
 from lake.cli import run_job
 from spark_jobs.lib import pairs as pair_rules
+from spark_jobs.lib.landscape import restrict as in_landscape
 from spark_jobs.lib.leakage import training_views, write_audited
 
 
@@ -25,15 +26,19 @@ def run(
     seed: int = 13,
     run_id: str | None = None,
     args: dict | None = None,
+    landscape: tuple[str, ...] = (),
 ) -> dict[str, int]:
     args = args or {
         "recipe": recipe,
         "max_pairs": max_pairs,
         "family_cap": family_cap,
         "seed": seed,
+        "landscape": landscape,
     }
     with JobRun(spark, lake, "build_pairs", args, run_id) as job:
         views = training_views(job.read("silver/views"), job.read("silver/excluded_families"))
+        if landscape:
+            views = in_landscape(views, job.read("silver/patents"), landscape)
         candidates = pair_rules.candidate_pairs(pair_rules.view_keys(views), recipe).persist(
             StorageLevel.MEMORY_AND_DISK
         )
@@ -115,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         help="at most this many pairs per family and pair type",
     )
     parser.add_argument("--seed", type=int, default=13)
+    add_landscape_argument(parser, "pairs only from patents of these sections")
     args = parser.parse_args(argv)
     spark = build_session("xembed-build-pairs", args.master)
     run(
@@ -126,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         args.seed,
         args.run_id,
         vars(args),
+        args.landscape,
     )
     return 0
 

@@ -14,11 +14,12 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from lake import JobRun, build_session, job_arguments, positive_int
+from lake import JobRun, add_landscape_argument, build_session, job_arguments, positive_int
 from lake.cli import run_job
 from schemas import defaults
 from spark_jobs.lib import retrieval as retrieval_inputs
 from spark_jobs.lib import triplets as triplet_rules
+from spark_jobs.lib.landscape import restrict as in_landscape
 from spark_jobs.lib.leakage import write_audited
 
 _AUDIT = {
@@ -44,16 +45,16 @@ def run(
     validation_size: int = defaults.VALIDATION_SIZE,
     run_id: str | None = None,
     args: dict | None = None,
+    landscape: tuple[str, ...] = (),
 ) -> dict[str, int]:
-    args = args or {"seed": seed, "validation_size": validation_size}
+    args = args or {"seed": seed, "validation_size": validation_size, "landscape": landscape}
     with JobRun(spark, lake, "build_triplets", args, run_id) as job:
         patents = job.read("silver/patents")
         excluded = job.read("silver/excluded_families")
         citations = job.read("bronze/citations")
         candidates = job.read("gold/stage2_candidates")
-        pool_ids = retrieval_inputs.candidates(
-            patents, retrieval_inputs.pool_tac(job.read("silver/views"), excluded)
-        )
+        views = in_landscape(job.read("silver/views"), patents, landscape)
+        pool_ids = retrieval_inputs.candidates(patents, retrieval_inputs.pool_tac(views, excluded))
         positives = retrieval_inputs.positives(patents, citations, pool_ids).join(
             pool_ids.select(F.col("id").alias("positive_id"), F.col("lang").alias("positive_lang")),
             "positive_id",
@@ -161,9 +162,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = job_arguments(__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--validation-size", type=positive_int, default=defaults.VALIDATION_SIZE)
+    add_landscape_argument(parser, "queries, positives and negatives only from these sections")
     args = parser.parse_args(argv)
     spark = build_session("xembed-build-triplets", args.master)
-    run(spark, args.lake, args.seed, args.validation_size, args.run_id, vars(args))
+    run(spark, args.lake, args.seed, args.validation_size, args.run_id, vars(args), args.landscape)
     return 0
 
 

@@ -13,17 +13,25 @@ import sys
 
 from pyspark.sql import SparkSession
 
-from lake import JobRun, build_session, fs, job_arguments
+from lake import JobRun, add_landscape_argument, build_session, fs, job_arguments
 from lake.cli import run_job
 from spark_jobs.lib import retrieval as retrieval_inputs
+from spark_jobs.lib.landscape import restrict as in_landscape
 
 
 def run(
-    spark: SparkSession, lake: str, out: str, run_id: str | None = None, args: dict | None = None
+    spark: SparkSession,
+    lake: str,
+    out: str,
+    run_id: str | None = None,
+    args: dict | None = None,
+    landscape: tuple[str, ...] = (),
 ) -> dict:
-    with JobRun(spark, lake, "prepare_retrieval", args or {"out": out}, run_id) as job:
+    args = args or {"out": out, "landscape": landscape}
+    with JobRun(spark, lake, "prepare_retrieval", args, run_id) as job:
         patents = job.read("silver/patents")
-        views = job.read("silver/views")
+        # a landscape restricts queries, positives and candidates alike (the pool is its views)
+        views = in_landscape(job.read("silver/views"), patents, landscape)
         excluded = job.read("silver/excluded_families")
         citations = job.read("bronze/citations")
         tac = retrieval_inputs.pool_tac(views, excluded).persist()
@@ -58,9 +66,10 @@ def run(
 def main(argv: list[str] | None = None) -> int:
     parser = job_arguments(__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, help="folder for the retrieval inputs")
+    add_landscape_argument(parser, "Stage II queries and candidates only from these sections")
     args = parser.parse_args(argv)
     spark = build_session("xembed-prepare-retrieval", args.master)
-    run(spark, args.lake, args.out, args.run_id, vars(args))
+    run(spark, args.lake, args.out, args.run_id, vars(args), args.landscape)
     return 0
 
 

@@ -71,12 +71,14 @@ def test_dag_wires_the_stages_in_order(dag):
     assert upstream(dag, "eval_xembed") == {"train_stage2", "prepare_evaluation"}
     assert upstream(dag, "eval_sft") == {"train_sft", "prepare_evaluation"}
     assert upstream(dag, "eval_bm25") == {"prepare_evaluation"}
+    assert upstream(dag, "eval_hybrid") == {"train_stage2", "prepare_evaluation"}
     assert upstream(dag, "report") == {
         "eval_bm25",
         "eval_base",
         "eval_stage1",
         "eval_sft",
         "eval_xembed",
+        "eval_hybrid",
     }
     for task in dag.tasks:
         assert task.retries == (0 if task.task_id.startswith("dq_") else 1), task.task_id
@@ -96,6 +98,9 @@ def test_dag_wires_the_stages_in_order(dag):
     assert dag.params["validation_size"] == defaults.VALIDATION_SIZE
     assert dag.params["eval_cutoff"] == defaults.EVAL_CUTOFF
     assert dag.params["cutoffs"] == ",".join(map(str, defaults.METRIC_CUTOFFS))
+    assert dag.params["query_types"] == ",".join(defaults.QUERY_VIEWS)  # the paper's tables
+    assert dag.params["eval_tasks"] == ",".join(defaults.EVAL_TASKS)
+    assert dag.params["landscape"] == ""
 
 
 def _run_id(output: str) -> str:
@@ -121,6 +126,8 @@ def test_airflow_dags_test_runs_the_whole_pipeline(tmp_path):
         "train_steps": 4,
         "eval_max_length": 96,
         "cutoffs": "10,100",
+        "landscape": "A,B,C,H",  # about 3/4 of this sample's patents
+        "query_types": "ABS,TAC,TITLE,SUMMARY",
         "run_tag": "ci",
     }
     done = airflow(home, "dags", "test", "xembed_full", "--conf", json.dumps(conf))
@@ -128,11 +135,24 @@ def test_airflow_dags_test_runs_the_whole_pipeline(tmp_path):
         done.stdout + done.stderr
     )[-5000:]
     metrics = DeltaTable(str(tmp_path / "lake" / "eval" / "metrics")).to_pandas()
-    assert set(metrics.run_id) == {f"{n}-ci" for n in ("bm25", "base", "stage1", "sft", "xembed")}
+    names = ("bm25", "base", "stage1", "sft", "xembed", "hybrid")
+    assert set(metrics.run_id) == {f"{n}-ci" for n in names}
+    assert set(metrics[metrics.run_id == "base-ci"].task) == {
+        "retrieval",
+        "inscope",
+        "classification",
+        "clustering",
+    }
+    assert {"landscape=IN", "landscape=OUT"} <= set(metrics.stratum)
+    assert set(metrics.view) >= {"TITLE", "SUMMARY"}
+    jobs = DeltaTable(str(tmp_path / "lake" / "meta" / "job_runs")).to_pandas()
+    pairs_args = json.loads(jobs[jobs.job == "build_pairs"].args_json.iloc[-1])
+    assert pairs_args["landscape"] == ["A", "B", "C", "H"]  # the training data was restricted
     registry = DeltaTable(str(tmp_path / "lake" / "models" / "registry")).to_pandas()
     assert set(registry.model_id) == {"stage1-ci", "xembed-ci", "sft-ci"}
     assert registry.set_index("model_id").parent_model["xembed-ci"].endswith("models/stage1")
-    assert (tmp_path / "lake" / "reports" / "eval-ci" / "report.html").exists()
+    report = (tmp_path / "lake" / "reports" / "eval-ci" / "report.md").read_text()
+    assert "Query types" in report and "In- vs out-of-landscape" in report
     assert (tmp_path / "lake" / "reports" / "dq-ci" / "index.html").exists()
 
 
