@@ -55,28 +55,23 @@ T = TypeVar("T")
 COMMIT_ATTEMPTS = 5
 
 
-def _conflicts() -> tuple[type[BaseException], ...]:
-    from delta.exceptions import (
-        ConcurrentAppendException,
-        ConcurrentDeleteDeleteException,
-        ConcurrentDeleteReadException,
-        ConcurrentTransactionException,
-        ConcurrentWriteException,
-        DeltaConcurrentModificationException,
-        MetadataChangedException,
-        ProtocolChangedException,
-    )
+#: Delta's optimistic-concurrency failures (delta.exceptions): the commit lost a race.
+CONFLICTS = (
+    "ConcurrentAppendException",
+    "ConcurrentDeleteDeleteException",
+    "ConcurrentDeleteReadException",
+    "ConcurrentTransactionException",
+    "ConcurrentWriteException",
+    "DeltaConcurrentModificationException",
+    "MetadataChangedException",
+    "ProtocolChangedException",
+)
 
-    return (
-        ConcurrentAppendException,
-        ConcurrentDeleteDeleteException,
-        ConcurrentDeleteReadException,
-        ConcurrentTransactionException,
-        ConcurrentWriteException,
-        DeltaConcurrentModificationException,
-        MetadataChangedException,
-        ProtocolChangedException,
-    )
+
+def _conflicts() -> tuple[type[BaseException], ...]:
+    import delta.exceptions
+
+    return tuple(getattr(delta.exceptions, name) for name in CONFLICTS)
 
 
 def retry_conflicts(action: Callable[[], T], what: str, attempts: int = COMMIT_ATTEMPTS) -> T:

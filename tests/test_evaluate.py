@@ -45,6 +45,13 @@ def test_a_family_member_ranked_first_is_removed_before_scoring(tmp_path):
     assert run == ["Q|ABS", "Q0", "D1", "1", "0.900000", "t"]
 
 
+def _evaluate(lake_uri: str, inputs: str, model: str, name: str, *extra: str) -> None:
+    """One evaluation run ``e2e-<name>`` at cutoffs 10, 20, 100."""
+    argv = ["--lake", lake_uri, "--inputs", inputs, "--model", model, "--name", name]
+    argv += ["--run-id", f"e2e-{name}", "--cutoffs", "10,20,100", *extra]
+    assert evaluate.main(argv) == 0
+
+
 @pytest.mark.spark
 @pytest.mark.integration
 def test_end_to_end_on_a_file_uri_lake_tables_report_significance_and_sql(
@@ -58,75 +65,31 @@ def test_end_to_end_on_a_file_uri_lake_tables_report_significance_and_sql(
     assert manifest["query_patents"] == queries.publication_number.nunique()
     patents = DeltaTable(f"{lake}/silver/patents").to_pandas()
     assert 0.9 * len(patents) <= manifest["collection"] <= len(patents)
-    assert (
-        evaluate.main(
-            [
-                "--lake",
-                lake_uri,
-                "--inputs",
-                inputs,
-                "--model",
-                "builtin:qwen3-tiny",
-                "--name",
-                "base",
-                "--run-id",
-                "e2e-base",
-                "--cutoffs",
-                "10,20,100",
-                "--max-length",
-                "128",
-                "--query-types",
-                "all",
-                "--landscape",
-                "G,H",
-            ]
-        )
-        == 0
+    _evaluate(
+        lake_uri,
+        inputs,
+        "builtin:qwen3-tiny",
+        "base",
+        "--max-length",
+        "128",
+        "--query-types",
+        "all",
+        "--landscape",
+        "G,H",
     )
-    assert (
-        evaluate.main(
-            [
-                "--lake",
-                lake_uri,
-                "--inputs",
-                inputs,
-                "--model",
-                "hybrid:builtin:qwen3-tiny",
-                "--name",
-                "hybrid",
-                "--run-id",
-                "e2e-hybrid",
-                "--cutoffs",
-                "10,20,100",
-                "--max-length",
-                "128",
-                "--dims",
-                "64",
-                "--tasks",
-                "retrieval,inscope",
-            ]
-        )
-        == 0
+    _evaluate(
+        lake_uri,
+        inputs,
+        "hybrid:builtin:qwen3-tiny",
+        "hybrid",
+        "--max-length",
+        "128",
+        "--dims",
+        "64",
+        "--tasks",
+        "retrieval,inscope",
     )
-    assert (
-        evaluate.main(
-            [
-                "--lake",
-                lake_uri,
-                "--inputs",
-                inputs,
-                "--model",
-                "bm25",
-                "--name",
-                "bm25",
-                "--run-id",
-                "e2e-bm25",
-                "--cutoffs",
-                "10,20,100",
-            ]
-        )
-        == 0
-    )
+    _evaluate(lake_uri, inputs, "bm25", "bm25")
     runs = DeltaTable(f"{lake}/eval/runs").to_pandas().set_index("run_id")
     # both runs record the table versions their shared inputs were prepared from
     assert runs.loc["e2e-base", "data_versions"] == runs.loc["e2e-bm25", "data_versions"]

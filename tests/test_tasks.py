@@ -262,3 +262,15 @@ def test_probe_tasks_rows_match_sklearn_on_the_same_split():
     assert got[("classification", "label=subclass", "micro_f1")] == pytest.approx(
         got[("classification", "label=section", "micro_f1")]
     )
+
+
+def test_significance_overall_covers_the_paper_views_only():
+    from evaluation.significance import compare
+
+    a = {("Q1", "ABS"): ("en", "H", 0.0), ("Q2", "ABS"): ("en", "G", 1.0)}
+    a[("Q1", "TITLE")] = ("en", "H", 0.0)
+    b = {key: (lang, section, 1.0) for key, (lang, section, _) in a.items()}
+    rows = {(r["lang"], r["view"]): r for r in compare(a, b, "hit", 100, 50, 0)}
+    assert rows[("ALL", "ALL")]["n_queries"] == 2  # ABS only: TITLE is not in the paper's
+    assert rows[("ALL", "ALL")]["diff"] == pytest.approx(0.5)
+    assert rows[("en", "TITLE")]["n_queries"] == 1  # other types are tested per cell
