@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from evaluation.tasks import landscape_gap
 from lake import add_lake_arguments, build_session, read_pandas
 from schemas import defaults
 
@@ -149,8 +150,6 @@ def probe_table(metrics: pd.DataFrame, runs: list[str]) -> pd.DataFrame:
 
 def landscape_table(metrics: pd.DataFrame, runs: list[str], dim: int) -> pd.DataFrame:
     """Run: Hit@100 of queries IN and OUT of the landscape (view ALL) and the gap in %."""
-    from evaluation.tasks import landscape_gap
-
     rows = _run_rows(metrics, runs, dim, task="retrieval", view="ALL", metric="hit")
     rows = rows[(rows.k == 100) & rows.stratum.isin(["landscape=IN", "landscape=OUT"])]
     out = []
