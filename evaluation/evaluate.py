@@ -246,7 +246,7 @@ def evaluate_results(
                         "n_x": len(qrels[qid]),
                         "filing_year": q.get("filing_year"),
                         "country_code": q.get("country_code"),
-                        "in_landscape": (q["ipc_section"] in landscape) if landscape else None,
+                        "in_landscape": tasks.in_landscape(q, landscape),
                         "inscope_subclass": shares.get("subclass"),
                         "inscope_section": shares.get("section"),
                     }
@@ -307,9 +307,9 @@ def probe_tasks(
     info=print,
 ) -> list[dict]:
     """eval/metrics rows of the classification and clustering tasks on frozen embeddings of
-    the probe patents (rows of prepare_evaluation's probe/), per dim and label level."""
+    the probe patents (rows of prepare_evaluation's probe/), per dim and label level (the
+    tasks L2-normalise each dim's prefix themselves)."""
     import torch
-    from torch.nn import functional
 
     position = {doc: i for i, doc in enumerate(ids)}
     rows_of = [r for r in probe if r["id"] in position]
@@ -320,7 +320,7 @@ def probe_tasks(
     families = [r["family_id"] for r in rows_of]
     out = []
     for dim in dims:
-        vectors = functional.normalize(embeddings[index, :dim], dim=-1).numpy()
+        vectors = embeddings[index, :dim].numpy()
         for level in ("section", "subclass"):
             labels = [r[level] for r in rows_of]
             measured = {}

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 
 from schemas import defaults
 
-SECTIONS = tuple("ABCDEFGH")
+SECTIONS = defaults.IPC_SECTIONS
 DEFAULT_CUTOFFS = defaults.METRIC_CUTOFFS
 
 

@@ -88,8 +88,7 @@ def _run_rows(metrics: pd.DataFrame, runs: list[str], dim: int, **where) -> pd.D
         rows = metrics[metrics.run_id == run]
         if rows.empty:
             continue
-        dims = set(rows.dim)
-        rows = rows[rows.dim == (dim if dim in dims else max(dims))]
+        rows = rows[rows.dim == run_dim(metrics, run, dim)]
         for column, value in where.items():
             rows = rows[rows[column].isin(value if isinstance(value, list) else [value])]
         parts.append(rows)

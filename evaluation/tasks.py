@@ -44,6 +44,12 @@ STRATUM_FIELDS = (
 )
 
 
+def in_landscape(query: Mapping, landscape: frozenset[str]) -> bool | None:
+    """Whether the query's main IPC section is in the landscape (a query without section is
+    not); None when there is no landscape."""
+    return query.get("ipc_section") in landscape if landscape else None
+
+
 def strata(query: Mapping, landscape: frozenset[str] = frozenset()) -> list[str]:
     """The strata cells of one query (``year=2025``, ..., ``landscape=IN``)."""
     cells = []
@@ -51,7 +57,7 @@ def strata(query: Mapping, landscape: frozenset[str] = frozenset()) -> list[str]
         value = query.get(field)
         cells.append(f"{key}={'unknown' if value in (None, '') else value}")
     if landscape:
-        cells.append("landscape=" + ("IN" if query.get("ipc_section") in landscape else "OUT"))
+        cells.append("landscape=" + ("IN" if in_landscape(query, landscape) else "OUT"))
     return cells
 
 

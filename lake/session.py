@@ -10,6 +10,7 @@ from pyspark import SparkConf
 from pyspark.sql import SparkSession
 
 from lake.jars import maven_coordinates
+from schemas.defaults import IPC_SECTIONS
 
 DEFAULT_LAKE = os.environ.get("XEMBED_LAKE", "./data/lake")
 
@@ -82,14 +83,11 @@ def positive_int(text: str) -> int:
     return value
 
 
-IPC_SECTIONS = "ABCDEFGH"
-
-
 def landscape(text: str) -> tuple[str, ...]:
     """argparse type: a landscape, i.e. IPC section letters ``A,B,C`` (sorted, each once);
     an empty string is no landscape."""
     sections = sorted({s.strip().upper() for s in text.split(",") if s.strip()})
-    bad = [s for s in sections if len(s) != 1 or s not in IPC_SECTIONS]
+    bad = [s for s in sections if s not in IPC_SECTIONS]
     if bad:
         raise argparse.ArgumentTypeError(f"{bad} are not IPC sections (A-H)")
     return tuple(sections)

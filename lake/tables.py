@@ -88,15 +88,19 @@ def retry_conflicts(action: Callable[[], T], what: str, attempts: int = COMMIT_A
         except _conflicts() as conflict:
             if attempt == attempts:
                 raise
-            wait = random.uniform(0.2, 1.0) * attempt
             print(
                 f"[lake] {what}: commit conflict ({type(conflict).__name__}); "
-                f"retry {attempt}/{attempts - 1} in {wait:.1f} s",
+                f"retry {attempt}/{attempts - 1}",
                 file=sys.stderr,
                 flush=True,
             )
-            time.sleep(wait)
+            _back_off(attempt)
     raise AssertionError("unreachable")
+
+
+def _back_off(attempt: int) -> None:
+    """A random pause growing with the attempt, so two racing writers fall out of step."""
+    time.sleep(random.uniform(0.2, 1.0) * attempt)
 
 
 def ensure_table(spark: SparkSession, path: str, spec: TableSpec) -> None:
@@ -115,7 +119,7 @@ def ensure_table(spark: SparkSession, path: str, spec: TableSpec) -> None:
                 return
             if attempt == COMMIT_ATTEMPTS:
                 raise
-            time.sleep(random.uniform(0.2, 1.0) * attempt)  # the winner's commit is landing
+            _back_off(attempt)  # the winner's commit is landing
 
 
 def _create_if_absent(spark: SparkSession, path: str, spec: TableSpec) -> None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 VIEWS = ("ABS", "CLAIM", "DESC", "TAC", "FIC", "TITLE")
 # The paper's four query views: Stage II training queries and evaluation queries.
 QUERY_VIEWS = ("ABS", "CLAIM", "DESC", "TAC")
+# IPC sections (the first letter of an IPC code): strata, landscapes, section macro-averages.
+IPC_SECTIONS = tuple("ABCDEFGH")
 # Every evaluation query type (README "Query types"); evaluation uses QUERY_VIEWS by default.
 QUERY_TYPES = (*QUERY_VIEWS, "TITLE", "TA", "FIC", "ICLAIMS", "DESC1", "TACD", "CODES", "SUMMARY")
 # Evaluation tasks of evaluation.evaluate (README "Evaluation tasks").

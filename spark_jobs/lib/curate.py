@@ -7,6 +7,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from schemas import parse_type
+from schemas.defaults import IPC_SECTIONS
 from spark_jobs.lib.claims import split_claims
 
 TEXT_FIELDS = {
@@ -15,7 +16,6 @@ TEXT_FIELDS = {
     "claims": "claims_localized",
     "description": "description_localized",
 }
-IPC_SECTIONS = tuple("ABCDEFGH")
 CLAIMS_TYPE = (
     "array<struct<claim_number:int,text:string,independent:boolean,depends_on:array<int>>>"
 )
