@@ -7,8 +7,9 @@ from datetime import UTC, datetime
 
 import great_expectations as gx
 
-from schemas.defaults import VIEWS
+from schemas.defaults import RECIPES, SIGNALS, VIEWS
 from spark_jobs.lib.languages import ISO_639_1
+from spark_jobs.lib.pairs import PAIR_TYPES
 
 LANGS = sorted(ISO_639_1)
 EARLIEST, LATEST = "1790-01-01", "2100-12-31"
@@ -192,16 +193,33 @@ def _rows(description: str, where: str):
     )
 
 
+# a taxonomy pair's two patents share an IPC subclass (the first four characters of a code)
+_SUBCLASSES = (
+    "SELECT publication_number, upper(substr(code, 1, 4)) AS subclass "
+    "FROM dq_silver_patents LATERAL VIEW explode(ipc_codes) c AS code"
+)
+_SHARED_SUBCLASS = (
+    f"SELECT a.publication_number AS a, b.publication_number AS b FROM ({_SUBCLASSES}) a "
+    f"JOIN ({_SUBCLASSES}) b ON a.subclass = b.subclass"
+)
+# a citation pair is an X, Y or A citation resolved in the corpus, in either direction
+_CITED = (
+    "SELECT citing AS a, cited AS b FROM dq_bronze_citations WHERE resolved AND (is_x OR is_y "
+    "OR is_a) UNION ALL SELECT cited AS a, citing AS b FROM dq_bronze_citations WHERE resolved "
+    "AND (is_x OR is_y OR is_a)"
+)
+
+
 def gold_stage1_pairs():
     return [
         _not_empty(),
-        *_key("pair_type", "anchor_id", "anchor_lang", "positive_id", "positive_lang"),
+        *_key("recipe", "pair_type", "anchor_id", "anchor_lang", "positive_id", "positive_lang"),
         _c(
             gx.expectations.ExpectColumnValuesToBeInSet(
-                column="pair_type",
-                value_set=["ABS-CLAIM", "CLAIM-DESC", "ABS-ABS", "CLAIM-CLAIM", "ABS-FIC"],
+                column="pair_type", value_set=list(PAIR_TYPES)
             )
         ),
+        _c(gx.expectations.ExpectColumnValuesToBeInSet(column="signal", value_set=list(SIGNALS))),
         _c(
             gx.expectations.ExpectColumnValuesToBeInSet(column="anchor_view", value_set=list(VIEWS))
         ),
@@ -211,14 +229,40 @@ def gold_stage1_pairs():
             )
         ),
         _rows(
+            "a recipe is a known recipe or its matched control",
+            "NOT (" + " OR ".join(f"recipe RLIKE '^{r}(-matched-.+)?$'" for r in RECIPES) + ")",
+        ),
+        _rows(
             "a pair joins two different views",
             "anchor_id = positive_id AND anchor_lang = positive_lang "
             "AND anchor_view = positive_view",
         ),
         _rows(
+            "no self-pair: taxonomy and citation pairs join two patents",
+            "signal IN ('taxonomy', 'citation') AND anchor_id = positive_id",
+        ),
+        _rows(
+            "views of one patent or family stay in one family",
+            "signal IN ('cross_section', 'cross_language') AND family_id != positive_family_id",
+        ),
+        _rows(
+            "no same-family taxonomy or citation pair",
+            "signal IN ('taxonomy', 'citation') AND family_id = positive_family_id",
+        ),
+        _rows(
+            "a taxonomy pair shares an IPC subclass",
+            "signal = 'taxonomy' AND NOT EXISTS (SELECT 1 FROM "
+            f"({_SHARED_SUBCLASS}) s WHERE s.a = anchor_id AND s.b = positive_id)",
+        ),
+        _rows(
+            "a citation pair is a resolved X, Y or A citation",
+            f"signal = 'citation' AND NOT EXISTS (SELECT 1 FROM ({_CITED}) c "
+            "WHERE c.a = anchor_id AND c.b = positive_id)",
+        ),
+        _rows(
             "no evaluation family in Stage I pairs",
-            f"family_id IN ({_EXCLUDED_FAMILIES}) OR anchor_id IN ({_EXCLUDED_IDS}) "
-            f"OR positive_id IN ({_EXCLUDED_IDS})",
+            f"family_id IN ({_EXCLUDED_FAMILIES}) OR positive_family_id IN ({_EXCLUDED_FAMILIES}) "
+            f"OR anchor_id IN ({_EXCLUDED_IDS}) OR positive_id IN ({_EXCLUDED_IDS})",
         ),
     ]
 
@@ -226,6 +270,7 @@ def gold_stage1_pairs():
 def gold_stage1_stats():
     return [
         _not_empty(),
+        _c(gx.expectations.ExpectColumnValuesToBeInSet(column="signal", value_set=list(SIGNALS))),
         _c(gx.expectations.ExpectColumnValuesToBeBetween(column="n_pairs", min_value=1)),
     ]
 

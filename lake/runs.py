@@ -101,6 +101,21 @@ class JobRun:
             )
         return frame
 
+    def producer_args(self, name: str) -> dict:
+        """The arguments of the successful run that wrote the version of input ``name`` this
+        run reads ({} when that version was committed outside any job run)."""
+        self.read(name)
+        snapshot = self.snapshots.get(name)
+        if snapshot is None or snapshot.run_id is None:
+            return {}
+        rows = (
+            read_table(self.spark, self.lake, "meta/job_runs")
+            .where(F.col("run_id") == snapshot.run_id)
+            .select("args_json")
+            .collect()
+        )
+        return json.loads(rows[0]["args_json"] or "{}") if rows else {}
+
     def write(self, df: DataFrame, name: str, replace_where: str | None = None) -> int:
         """Write ``name`` through its contract; an empty result is refused before any commit
         unless the table may be empty or the run allows it (``--allow-empty``)."""

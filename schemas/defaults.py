@@ -22,6 +22,14 @@ MIN_CELL = 10
 PROBE_SIZE = 2000
 # Patents filed on or after this date with X citations are evaluation queries (split).
 EVAL_CUTOFF = "2025-01-01"
+# Stage I-style training recipes of build_pairs --recipe (README "Training recipes").
+RECIPES = ("xembed", "r3", "r4", "qaecter")
+# Where a pair's supervision comes from (gold/stage1_pairs.signal).
+SIGNALS = ("cross_section", "cross_language", "taxonomy", "citation")
+# Name of a matched-volume control: "<recipe>-matched-<other recipe>".
+MATCHED = "-matched-"
+# Taxonomy pairs kept per IPC subclass (recipe r4), chosen by a seeded hash.
+TAXONOMY_CAP = 500
 # Stage II: unique candidates per query view from BM25 united with dense retrieval.
 MINE_K = 2000
 # Characters of a query's text that BM25 searches with (Lucene's clause limit).
@@ -32,3 +40,13 @@ VALIDATION_SIZE = 2000
 METRIC_CUTOFFS = (10, 20, 50, 100, 200, 500)
 # Matryoshka dimensions evaluated by default ("full" = the model's own dimension).
 EVAL_DIMS = "64,full"
+
+
+def base_recipe(name: str) -> str:
+    """The recipe a pair set was built with: ``r4`` for ``r4`` and ``r4-matched-r3``."""
+    return name.split(MATCHED, 1)[0]
+
+
+def matched_name(recipe: str, other: str) -> str:
+    """The name of ``recipe``'s pair set sampled to ``other``'s volume."""
+    return f"{recipe}{MATCHED}{other}"

@@ -181,31 +181,50 @@ SILVER_EXCLUDED_FAMILIES = TableSpec(
 
 GOLD_STAGE1_PAIRS = TableSpec(
     "gold/stage1_pairs",
-    "Stage I weakly supervised pairs; texts stay in silver/views.",
+    "Stage I-style pairs of every training recipe; texts stay in silver/views.",
     (
-        req("pair_type", "string", "ABS-CLAIM | CLAIM-DESC | ABS-ABS | CLAIM-CLAIM | ABS-FIC"),
+        req(
+            "recipe",
+            "string",
+            "xembed | r3 | r4 | qaecter, or <recipe>-matched-<recipe> (a matched-volume control)",
+        ),
+        req(
+            "pair_type",
+            "string",
+            "ABS-CLAIM | CLAIM-DESC | ABS-ABS | CLAIM-CLAIM | TITLE-ABS | ABS-FIC | ABS-DESC "
+            "| TAXONOMY | CITATION",
+        ),
+        req("signal", "string", "cross_section | cross_language | taxonomy | citation"),
         req("anchor_id", "string"),
         req("anchor_lang", "string"),
         req("anchor_view", "string"),
         req("positive_id", "string"),
         req("positive_lang", "string"),
         req("positive_view", "string"),
-        req("family_id", "string"),
+        req("family_id", "string", "family of the anchor"),
+        req(
+            "positive_family_id",
+            "string",
+            "family of the positive (another for TAXONOMY, CITATION)",
+        ),
     ),
-    keys=("pair_type", "anchor_id", "anchor_lang", "positive_id", "positive_lang"),
-    partition_by=("pair_type",),
+    keys=("recipe", "pair_type", "anchor_id", "anchor_lang", "positive_id", "positive_lang"),
+    partition_by=("recipe", "pair_type"),
 )
 
 GOLD_STAGE1_STATS = TableSpec(
     "gold/stage1_stats",
-    "Stage I pair counts per pair type and language pair.",
+    "Pair counts per recipe, pair type, signal and language pair.",
     (
+        req("recipe", "string"),
         req("pair_type", "string"),
+        req("signal", "string"),
         req("anchor_lang", "string"),
         req("positive_lang", "string"),
         req("n_pairs", "bigint"),
     ),
-    keys=("pair_type", "anchor_lang", "positive_lang"),
+    keys=("recipe", "pair_type", "anchor_lang", "positive_lang"),
+    partition_by=("recipe",),
 )
 
 INDEX_EMBEDDINGS = TableSpec(

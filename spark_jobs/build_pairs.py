@@ -1,6 +1,11 @@
 """Build Stage I weakly supervised pairs (gold/stage1_pairs) and their counts (gold/stage1_stats).
 
-spark-submit spark_jobs/build_pairs.py --lake data/lake [--recipe xembed|r3] [--max-pairs N] [--seed S]
+spark-submit spark_jobs/build_pairs.py --lake data/lake [--recipe xembed|r3|r4|qaecter]
+    [--max-pairs N | --match-volume-of RECIPE] [--family-cap K] [--taxonomy-cap K] [--seed S]
+
+Each recipe's pairs replace only that recipe's partition; ``--match-volume-of r3`` samples
+exactly r3's pair count, proportionally across the recipe's signals, and stores it as
+``<recipe>-matched-r3`` (README "Training recipes").
 """
 
 from __future__ import annotations
@@ -9,12 +14,14 @@ import sys
 
 from pyspark import StorageLevel
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from lake import JobRun, add_landscape_argument, build_session, job_arguments, positive_int
 from lake.cli import run_job
+from schemas import defaults
 from spark_jobs.lib import pairs as pair_rules
 from spark_jobs.lib.landscape import restrict as in_landscape
-from spark_jobs.lib.leakage import training_views, write_audited
+from spark_jobs.lib.leakage import LeakageError, late_citations, training_views, write_audited
 
 
 def run(
@@ -27,28 +34,59 @@ def run(
     run_id: str | None = None,
     args: dict | None = None,
     landscape: tuple[str, ...] = (),
+    match_volume_of: str | None = None,
+    taxonomy_cap: int = defaults.TAXONOMY_CAP,
+    eval_cutoff: str | None = None,
 ) -> dict[str, int]:
+    """Replace ``recipe``'s pairs (or its matched-volume control's) in gold/stage1_pairs."""
+    if max_pairs is not None and match_volume_of:
+        raise ValueError("--max-pairs and --match-volume-of exclude each other")
+    name = defaults.matched_name(recipe, match_volume_of) if match_volume_of else recipe
     args = args or {
         "recipe": recipe,
         "max_pairs": max_pairs,
         "family_cap": family_cap,
         "seed": seed,
         "landscape": landscape,
+        "match_volume_of": match_volume_of,
+        "taxonomy_cap": taxonomy_cap,
+        "eval_cutoff": eval_cutoff,
     }
     with JobRun(spark, lake, "build_pairs", args, run_id) as job:
+        target = _matched_volume(job, match_volume_of) if match_volume_of else max_pairs
         views = training_views(job.read("silver/views"), job.read("silver/excluded_families"))
+        patents = job.read("silver/patents")
         if landscape:
-            views = in_landscape(views, job.read("silver/patents"), landscape)
-        candidates = pair_rules.candidate_pairs(pair_rules.view_keys(views), recipe).persist(
-            StorageLevel.MEMORY_AND_DISK
-        )
+            views = in_landscape(views, patents, landscape)
+        graph = {}
+        if pair_rules.needs_graph(recipe):
+            cutoff = eval_cutoff or _split_cutoff(job)
+            graph = {
+                "patents": patents,
+                "citations": job.read("bronze/citations"),
+                "cutoff": cutoff,
+                "taxonomy_cap": taxonomy_cap,
+                "seed": seed,
+            }
+            job.info(f"citation pairs only between patents published before {cutoff}")
+        candidates = pair_rules.candidate_pairs(
+            pair_rules.view_keys(views), recipe, **graph
+        ).persist(StorageLevel.MEMORY_AND_DISK)
         distinct = pair_rules.drop_identical(candidates)
         deduped = pair_rules.drop_duplicate_texts(distinct).persist(StorageLevel.MEMORY_AND_DISK)
         pairs = deduped
         if family_cap:
             pairs = pair_rules.cap_per_family(pairs, family_cap, seed)
-        counts = {r["pair_type"]: r["count"] for r in pairs.groupBy("pair_type").count().collect()}
+        grouped = pairs.groupBy("pair_type", "signal").count().collect()
+        counts = {r["pair_type"]: r["count"] for r in grouped}
+        signal_of = {r["pair_type"]: r["signal"] for r in grouped}
         available = sum(counts.values())
+        if match_volume_of and target > available:
+            raise ValueError(
+                f"--match-volume-of {match_volume_of}: {recipe} has {available:,} pairs, fewer "
+                f"than the {target:,} of {match_volume_of}; a smaller recipe cannot be the "
+                "control of a larger one"
+            )
         if max_pairs is not None and max_pairs > available:
             # exactly N is impossible: say so, and record the shortfall in the counters
             job.count("max_pairs_requested", max_pairs)
@@ -57,60 +95,112 @@ def run(
                 f"WARNING: --max-pairs {max_pairs:,} asked for more pairs than the "
                 f"{available:,} available; writing all {available:,}"
             )
-        if max_pairs is not None:
-            pairs = pair_rules.sample_pairs(
-                pairs, pair_rules.quotas(counts, max_pairs), counts, seed
-            )
+        if target is not None:
+            quota = pair_rules.signal_quotas(counts, signal_of, target)
+            pairs = pair_rules.sample_pairs(pairs, quota, counts, seed)
+        pairs = pairs.withColumn("recipe", F.lit(name)).select(*pair_rules.PAIR_COLUMNS)
+        if graph:
+            late = late_citations(pairs, patents, graph["cutoff"])
+            if late:
+                raise LeakageError(
+                    f"{late} citation pair(s) name a patent published on or after "
+                    f"{graph['cutoff']}; nothing was written"
+                )
 
+        only_this = f"recipe = '{name}'"
         write_audited(
             job,
-            pairs.select(*pair_rules.PAIR_COLUMNS),
+            pairs,
             "gold/stage1_pairs",
+            replace_where=only_this,
             id_columns=("anchor_id", "positive_id"),
-            family_columns=("family_id",),
+            family_columns=("family_id", "positive_family_id"),
         )
-        written = job.read("gold/stage1_pairs")
-        job.write(pair_rules.stats(written), "gold/stage1_stats")
+        written = job.read("gold/stage1_pairs").where(F.col("recipe") == name)
+        job.write(pair_rules.stats(written), "gold/stage1_stats", replace_where=only_this)
 
         job.count("pairs_candidates", candidates.count())
         job.count("dropped_identical_text", job.metrics["pairs_candidates"] - distinct.count())
         job.count("dropped_duplicate_text_pair", distinct.count() - deduped.count())
-        job.count("dropped_family_cap", deduped.count() - sum(counts.values()))
+        job.count("dropped_family_cap", deduped.count() - available)
         job.count("pairs_written", written.count())
-        job.count("dropped_max_pairs", sum(counts.values()) - job.metrics["pairs_written"])
+        job.count("dropped_max_pairs", available - job.metrics["pairs_written"])
+        if match_volume_of:
+            job.count("matched_volume", target)
         candidates.unpersist()
         deduped.unpersist()
-        _print_stats(job)
+        _print_stats(job, name)
         return job.metrics
 
 
-def _print_stats(job: JobRun) -> None:
+def _matched_volume(job: JobRun, other: str) -> int:
+    """The number of pairs recipe ``other`` holds in gold/stage1_pairs."""
+    n = job.read("gold/stage1_pairs").where(F.col("recipe") == other).count()
+    if not n:
+        raise ValueError(
+            f"--match-volume-of {other}: gold/stage1_pairs holds no pairs of recipe {other!r}; "
+            f"run build_pairs.py --recipe {other} first"
+        )
+    job.info(f"matching the volume of {other}: {n:,} pairs")
+    return n
+
+
+def _split_cutoff(job: JobRun) -> str:
+    """The evaluation cutoff of the split run that wrote silver/excluded_families."""
+    cutoff = job.producer_args("silver/excluded_families").get("eval_cutoff")
+    if not cutoff:
+        cutoff = defaults.EVAL_CUTOFF
+        job.info(
+            f"silver/excluded_families records no split cutoff: using {cutoff} "
+            "(pass --eval-cutoff to choose)"
+        )
+    return str(cutoff)
+
+
+def _print_stats(job: JobRun, name: str) -> None:
     rows = (
-        job.read("gold/stage1_stats").orderBy("pair_type", "anchor_lang", "positive_lang").collect()
+        job.read("gold/stage1_stats")
+        .where(F.col("recipe") == name)
+        .orderBy("signal", "pair_type", "anchor_lang", "positive_lang")
+        .collect()
     )
-    job.info(f"{'pair type':<12} {'anchor':>6} {'positive':>8} {'pairs':>12}")
+    job.info(f"pairs of {name}:")
+    job.info(f"{'signal':<15} {'pair type':<12} {'anchor':>6} {'positive':>8} {'pairs':>12}")
     for r in rows:
         job.info(
-            f"{r['pair_type']:<12} {r['anchor_lang']:>6} {r['positive_lang']:>8} {r['n_pairs']:>12,d}"
+            f"{r['signal']:<15} {r['pair_type']:<12} {r['anchor_lang']:>6} "
+            f"{r['positive_lang']:>8} {r['n_pairs']:>12,d}"
         )
-    for pair_type in sorted({r["pair_type"] for r in rows}):
-        n = sum(r["n_pairs"] for r in rows if r["pair_type"] == pair_type)
-        job.count(f"pairs_{pair_type}", n)
+    for key in ("signal", "pair_type"):
+        for value in sorted({r[key] for r in rows}):
+            n = sum(r["n_pairs"] for r in rows if r[key] == value)
+            job.count(f"pairs_{value}", n)
+            if key == "signal":
+                job.info(f"{'signal ' + value:<35} {n:>12,d}")
+    job.info(f"{'total':<35} {sum(r['n_pairs'] for r in rows):>12,d}")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = job_arguments(__doc__.splitlines()[0])
     parser.add_argument(
         "--recipe",
-        choices=sorted(pair_rules.RECIPES),
+        choices=defaults.RECIPES,
         default="xembed",
-        help="xembed: ABS-CLAIM, CLAIM-DESC, ABS-ABS, CLAIM-CLAIM; r3: ABS-FIC",
+        help="; ".join(f"{r}: {', '.join(t)}" for r, t in pair_rules.RECIPES.items()),
     )
-    parser.add_argument(
+    volume = parser.add_mutually_exclusive_group()
+    volume.add_argument(
+        "--match-volume-of",
+        choices=defaults.RECIPES,
+        default=None,
+        help="matched-volume control: exactly as many pairs as this recipe holds, "
+        "proportionally across signals, stored as <recipe>-matched-<this>",
+    )
+    volume.add_argument(
         "--max-pairs",
         type=positive_int,
         default=None,
-        help="sample exactly this many pairs, proportionally across pair types (fewer only "
+        help="sample exactly this many pairs, proportionally across signals and pair types (fewer only "
         "when fewer exist: a warning and the max_pairs_shortfall counter say so)",
     )
     parser.add_argument(
@@ -118,6 +208,18 @@ def main(argv: list[str] | None = None) -> int:
         type=positive_int,
         default=None,
         help="at most this many pairs per family and pair type",
+    )
+    parser.add_argument(
+        "--taxonomy-cap",
+        type=positive_int,
+        default=defaults.TAXONOMY_CAP,
+        help="at most this many taxonomy pairs per IPC subclass",
+    )
+    parser.add_argument(
+        "--eval-cutoff",
+        default=None,
+        help="citation pairs only between patents published before this date "
+        "(default: the cutoff of the split run that excluded the test families)",
     )
     parser.add_argument("--seed", type=int, default=13)
     add_landscape_argument(parser, "pairs only from patents of these sections")
@@ -133,6 +235,9 @@ def main(argv: list[str] | None = None) -> int:
         args.run_id,
         vars(args),
         args.landscape,
+        args.match_volume_of,
+        args.taxonomy_cap,
+        args.eval_cutoff,
     )
     return 0
 

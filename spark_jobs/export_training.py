@@ -5,7 +5,7 @@ and writes nothing on a leak); the manifest records the passed audit, and the tr
 refuses shards whose manifest lacks it.
 
     spark-submit spark_jobs/export_training.py --lake data/lake --dataset stage1|stage2|stage2_validation \
-        --format parquet|swift_jsonl --out DIR [--rows-per-shard N] [--max-chars N]
+        --format parquet|swift_jsonl --out DIR [--recipe NAME] [--rows-per-shard N] [--max-chars N]
 """
 
 from __future__ import annotations
@@ -13,9 +13,11 @@ from __future__ import annotations
 import sys
 
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from lake import JobRun, build_session, job_arguments, positive_int
 from lake.cli import run_job
+from schemas import defaults
 from spark_jobs.lib import export as export_rules
 from spark_jobs.lib.leakage import audit_no_leakage
 
@@ -24,7 +26,7 @@ DATASETS = {
     # dataset -> (table, key columns that order and shard the rows)
     "stage1": (
         "gold/stage1_pairs",
-        ("pair_type", "anchor_id", "anchor_lang", "positive_id", "positive_lang"),
+        ("recipe", "pair_type", "anchor_id", "anchor_lang", "positive_id", "positive_lang"),
     ),
     "stage2": ("gold/stage2_examples", _STAGE2_KEYS),
     "stage2_validation": ("gold/stage2_validation", _STAGE2_KEYS),
@@ -35,7 +37,10 @@ _STAGE2_AUDIT = {
     "family_columns": ("family_id",),
 }
 AUDITED_COLUMNS = {  # dataset -> the columns of its rows that name patents and families
-    "stage1": {"id_columns": ("anchor_id", "positive_id"), "family_columns": ("family_id",)},
+    "stage1": {
+        "id_columns": ("anchor_id", "positive_id"),
+        "family_columns": ("family_id", "positive_family_id"),
+    },
     "stage2": _STAGE2_AUDIT,
     "stage2_validation": _STAGE2_AUDIT,
 }
@@ -52,6 +57,7 @@ def run(
     seed: int = 13,
     run_id: str | None = None,
     args: dict | None = None,
+    recipe: str = "xembed",
 ) -> dict:
     """Write the shards and _manifest.json under ``out``; returns the manifest."""
     if dataset not in DATASETS:
@@ -64,10 +70,17 @@ def run(
         "rows_per_shard": rows_per_shard,
         "max_chars": max_chars,
         "seed": seed,
+        "recipe": recipe,
     }
     with JobRun(spark, lake, "export_training", args, run_id) as job:
         if dataset == "stage1":
-            rows = export_rules.stage1_rows(job.read(table), job.read("silver/views"), max_chars)
+            pairs = job.read(table).where(F.col("recipe") == recipe)
+            if pairs.isEmpty():
+                raise ValueError(
+                    f"gold/stage1_pairs holds no pairs of recipe {recipe!r}; run "
+                    f"build_pairs.py --recipe {defaults.base_recipe(recipe)} first"
+                )
+            rows = export_rules.stage1_rows(pairs, job.read("silver/views"), max_chars)
         else:
             rows = export_rules.stage2_rows(
                 job.read(table), job.read("silver/views"), job.read("silver/patents"), max_chars
@@ -80,6 +93,8 @@ def run(
         counts, content_hash = export_rules.shard_counts_and_hash(spark, out, fmt)
         manifest = {
             "dataset": dataset,
+            # the pair set (a recipe or its matched control) the trainer's config section follows
+            "recipe": recipe if dataset == "stage1" else "xembed",
             "format": fmt,
             "rows": sum(counts.values()),
             "shards": [{"file": s["file"], "rows": counts.get(s["file"], 0)} for s in shards],
@@ -117,6 +132,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--max-chars", type=positive_int, default=None, help="cap every text at N characters"
     )
+    parser.add_argument(
+        "--recipe",
+        default="xembed",
+        help="stage1: the pair set to export (a recipe, or <recipe>-matched-<recipe>)",
+    )
     parser.add_argument("--seed", type=int, default=13)
     args = parser.parse_args(argv)
     spark = build_session("xembed-export-training", args.master)
@@ -131,6 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         args.seed,
         args.run_id,
         vars(args),
+        args.recipe,
     )
     return 0
 

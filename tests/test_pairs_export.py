@@ -11,7 +11,7 @@ from lake import JobRun, write_table
 from schemas import table
 from spark_jobs import build_pairs, export_training
 from spark_jobs.lib.leakage import LeakageError, write_audited
-from spark_jobs.lib.pairs import quotas
+from spark_jobs.lib.pairs import quotas, signal_quotas
 
 pytestmark = pytest.mark.spark
 
@@ -144,10 +144,15 @@ def test_xembed_pairs_are_exactly_the_expected_rows(spark, corpus):
     )
 
 
-def test_r3_recipe_pairs_abstract_with_first_independent_claim(spark, corpus):
+def test_recipes_replace_only_their_own_partition(spark, corpus):
+    build_pairs.run(spark, corpus)
     build_pairs.run(spark, corpus, recipe="r3")
-    _, got = pair_rows(corpus)
-    assert got == {("ABS-FIC", "US-1-B2", "en", "US-1-B2", "en")}
+    build_pairs.run(spark, corpus, recipe="r3")  # a rerun replaces, never duplicates
+    frame = DeltaTable(f"{corpus}/gold/stage1_pairs").to_pandas()
+    assert len(frame[frame.recipe == "xembed"]) == len(EXPECTED)
+    r3 = frame[frame.recipe == "r3"]
+    assert ("ABS-FIC", "US-1-B2") in set(zip(r3.pair_type, r3.anchor_id, strict=True))
+    assert not r3.duplicated(["pair_type", "anchor_id", "anchor_lang"]).any()
 
 
 def test_family_cap_and_max_pairs_sample_deterministically(spark, corpus):
@@ -163,7 +168,12 @@ def test_family_cap_and_max_pairs_sample_deterministically(spark, corpus):
     assert first == second and len(second_frame) == 7  # identical rows, replaced not appended
     assert first <= EXPECTED
     counts = first_frame.pair_type.value_counts().to_dict()
-    assert counts == quotas({"ABS-CLAIM": 5, "CLAIM-DESC": 3, "ABS-ABS": 4, "CLAIM-CLAIM": 3}, 7)
+    signal_of = dict(zip(first_frame.pair_type, first_frame.signal, strict=False))
+    available = {"ABS-CLAIM": 5, "CLAIM-DESC": 3, "ABS-ABS": 4, "CLAIM-CLAIM": 3}
+    assert counts == signal_quotas(available, signal_of, 7)
+    assert first_frame.groupby("signal").size().to_dict() == quotas(
+        {"cross_section": 8, "cross_language": 7}, 7
+    )
     # more than available: all of them, with a warning and the shortfall in the counters
     metrics = build_pairs.run(spark, corpus, max_pairs=5000, seed=5)
     assert metrics["pairs_written"] == 15 and metrics["max_pairs_shortfall"] == 5000 - 15
@@ -179,7 +189,21 @@ def test_a_leaking_write_is_undone_and_fails(spark, corpus):
     build_pairs.run(spark, corpus)
     before = DeltaTable(f"{corpus}/gold/stage1_pairs").to_pandas()
     leak = spark.createDataFrame(
-        [("ABS-ABS", "CN-9-A", "zh", "ABS", "US-9-A1", "en", "ABS", "F9")],
+        [
+            (
+                "xembed",
+                "ABS-ABS",
+                "cross_language",
+                "CN-9-A",
+                "zh",
+                "ABS",
+                "US-9-A1",
+                "en",
+                "ABS",
+                "F9",
+                "F9",
+            )
+        ],
         table("gold/stage1_pairs").spark_schema(),
     )
     with (

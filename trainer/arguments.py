@@ -5,7 +5,10 @@
 
 Values on the command line override those of the config file. A config section named
 ``supervised`` overrides the file's values for --stage stage2 and sft (the paper trains
-Stage II and the SFT control with other settings than Stage I).
+Stage II and the SFT control with other settings than Stage I); for --stage stage1, the
+section ``recipes: {<recipe>: {...}}`` of the shards' recipe (``--recipe``, else the
+manifest's; a matched control ``r4-matched-r3`` takes ``r4``'s) overrides them, e.g.
+``qaecter`` trains without query instructions.
 """
 
 # No `from __future__ import annotations`: HfArgumentParser reads the real type objects.
@@ -76,6 +79,13 @@ class DataArguments:
     max_chars: int | None = field(
         default=None, metadata={"help": "cut texts at N characters before tokenizing"}
     )
+    recipe: str | None = field(
+        default=None,
+        metadata={
+            "help": "stage1: the pair set of --train_data (default: its manifest's); selects the "
+            "config section recipes.<recipe>"
+        },
+    )
     buffer_size: int = field(
         default=4096,
         metadata={"help": "examples buffered to fill batches without two texts of one family"},
@@ -131,6 +141,8 @@ class XembedTrainingArguments(TrainingArguments):
 
 # Config section applied to --stage stage2 and sft (the paper's Stage II settings).
 SUPERVISED_KEY = "supervised"
+# Config section of per-recipe settings applied to --stage stage1.
+RECIPES_KEY = "recipes"
 
 
 def _read_config(path: str) -> dict:
@@ -138,11 +150,20 @@ def _read_config(path: str) -> dict:
     return (yaml.safe_load(text) if path.endswith((".yaml", ".yml")) else json.loads(text)) or {}
 
 
-def _config_to_argv(values: dict, stage: str) -> list:
+def _config_to_argv(values: dict, stage: str, recipe: str | None = None) -> list:
     values = dict(values)
     overrides = values.pop(SUPERVISED_KEY, None) or {}
+    by_recipe = values.pop(RECIPES_KEY, None) or {}
+    unknown = sorted(set(by_recipe) - set(defaults.RECIPES))
+    if unknown:
+        raise ValueError(
+            f"config section {RECIPES_KEY}: unknown recipe(s) {unknown}; "
+            f"known: {list(defaults.RECIPES)}"
+        )
     if stage in ("stage2", "sft"):
         values = {**values, **overrides}
+    elif recipe:
+        values = {**values, **(by_recipe.get(defaults.base_recipe(recipe)) or {})}
     argv = []
     for key, value in values.items():
         if value is None:
@@ -153,14 +174,24 @@ def _config_to_argv(values: dict, stage: str) -> list:
     return argv
 
 
-def _stage(argv: list, values: dict) -> str:
-    """The --stage given on the command line, else the config file's, else stage1."""
+def _option(argv: list, name: str, values: dict, default=None):
+    """The value of --name on the command line, else the config file's, else ``default``."""
     for i, arg in enumerate(argv):
-        if arg == "--stage" and i + 1 < len(argv):
+        if arg == f"--{name}" and i + 1 < len(argv):
             return argv[i + 1]
-        if arg.startswith("--stage="):
+        if arg.startswith(f"--{name}="):
             return arg.split("=", 1)[1]
-    return values.get("stage", "stage1")
+    return values.get(name, default)
+
+
+def _recipe(argv: list, values: dict) -> str | None:
+    """--recipe, else the recipe in the manifest of --train_data (None when unknown)."""
+    recipe = _option(argv, "recipe", values)
+    data = _option(argv, "train_data", values)
+    manifest = Path(data) / "_manifest.json" if data else None
+    if recipe is None and manifest is not None and manifest.exists():
+        recipe = json.loads(manifest.read_text()).get("recipe")
+    return recipe
 
 
 def parse(argv: list | None = None):
@@ -168,6 +199,8 @@ def parse(argv: list | None = None):
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0].endswith((".yaml", ".yml", ".json")):
         values = _read_config(argv[0])
-        argv = _config_to_argv(values, _stage(argv[1:], values)) + argv[1:]
+        rest = argv[1:]
+        stage = _option(rest, "stage", values, "stage1")
+        argv = _config_to_argv(values, stage, _recipe(rest, values)) + rest
     parser = HfArgumentParser((ModelArguments, DataArguments, XembedTrainingArguments))
     return parser.parse_args_into_dataclasses(args=argv)

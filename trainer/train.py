@@ -62,6 +62,14 @@ def main(argv: list[str] | None = None) -> int:
     set_seed(args.seed)
     encoder, base_path = build_encoder(model_args, args)
     manifest = read_manifest(data_args.train_data)
+    shards_recipe = manifest.get("recipe", "xembed")
+    if data_args.recipe is None:
+        data_args.recipe = shards_recipe
+    elif args.stage == "stage1" and data_args.recipe != shards_recipe:
+        raise ValueError(
+            f"--recipe {data_args.recipe} but {data_args.train_data} holds the pairs of "
+            f"{shards_recipe!r} (its _manifest.json); export that recipe or drop --recipe"
+        )
 
     validation, exclude = validation_examples(
         data_args.train_data,
@@ -89,7 +97,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{args.per_device_train_batch_size * world} is less than one optimizer step"
         )
     print(
-        f"[train] stage={args.stage} base={base_path} train_batches={n_batches} "
+        f"[train] stage={args.stage} recipe={data_args.recipe} base={base_path} "
+        f"query_instruction={model_args.query_instruction} train_batches={n_batches} "
         f"steps={args.max_steps} validation={len(validation)}",
         file=sys.stderr,
         flush=True,

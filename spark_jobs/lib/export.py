@@ -41,8 +41,13 @@ def stage1_rows(pairs: DataFrame, views: DataFrame, max_chars: int | None = None
         pairs.join(anchor, [f"anchor_{k}" for k in keys])
         .join(positive, [f"positive_{k}" for k in keys])
         .select(
+            "recipe",
             "pair_type",
+            "signal",
             "family_id",
+            "positive_family_id",
+            # every family the pair names: the trainer keeps them out of each other's batches
+            F.array_distinct(F.array("family_id", "positive_family_id")).alias("families"),
             "anchor_id",
             "anchor_lang",
             "anchor_view",

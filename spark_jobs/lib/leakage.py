@@ -90,7 +90,21 @@ def audit_no_leakage(
     return report
 
 
-def write_audited(job, df: DataFrame, name: str, **columns) -> int:
+def late_citations(pairs: DataFrame, patents: DataFrame, cutoff: str) -> int:
+    """Citation pairs naming a patent published on or after the evaluation cutoff."""
+    late = patents.where(F.col("publication_date") >= F.to_date(F.lit(cutoff))).select(
+        F.col("publication_number").alias("id")
+    )
+    cited = pairs.where(F.col("signal") == "citation")
+    sides = cited.select(F.col("anchor_id").alias("id")).unionByName(
+        cited.select(F.col("positive_id").alias("id"))
+    )
+    return sides.join(F.broadcast(late), "id", "left_semi").count()
+
+
+def write_audited(
+    job, df: DataFrame, name: str, replace_where: str | None = None, **columns
+) -> int:
     """Write ``name`` through ``job``, audit what was written, and undo the write on a leak.
 
     On a leak the table is restored to its previous version before LeakageError propagates,
@@ -101,7 +115,7 @@ def write_audited(job, df: DataFrame, name: str, **columns) -> int:
     path = table_path(job.lake, name)
     ensure_table(job.spark, path, table(name))
     previous = latest_version(job.spark, path)
-    version = job.write(df, name)
+    version = job.write(df, name, replace_where)
     patents = job.read("silver/patents")
     excluded = job.read("silver/excluded_families")
     try:

@@ -9,9 +9,24 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from schemas import defaults
 from spark_jobs.lib.sampling import uniform
 
-# pair type -> (anchor view, positive view, how the two sides relate)
+# relation of a pair type's two sides -> the signal its pairs carry (gold/stage1_pairs.signal)
+SIGNAL = {
+    "same_patent": "cross_section",  # two views of one patent in one language
+    "family_cross_language": "cross_language",  # one view of two family members, two languages
+    "taxonomy": "taxonomy",  # TACs of two families sharing an IPC subclass
+    "citation": "citation",  # TACs of a citing and a cited patent of two families
+}
+_R3 = {
+    "TITLE-ABS": ("TITLE", "ABS", "same_patent"),
+    "ABS-CLAIM": ("ABS", "CLAIM", "same_patent"),
+    "ABS-FIC": ("ABS", "FIC", "same_patent"),
+    "CLAIM-DESC": ("CLAIM", "DESC", "same_patent"),
+}
+# recipe -> pair type -> (anchor view, positive view, how the two sides relate); README
+# "Training recipes" defines each.
 RECIPES: dict[str, dict[str, tuple[str, str, str]]] = {
     "xembed": {
         "ABS-CLAIM": ("ABS", "CLAIM", "same_patent"),
@@ -19,10 +34,26 @@ RECIPES: dict[str, dict[str, tuple[str, str, str]]] = {
         "ABS-ABS": ("ABS", "ABS", "family_cross_language"),
         "CLAIM-CLAIM": ("CLAIM", "CLAIM", "family_cross_language"),
     },
-    "r3": {"ABS-FIC": ("ABS", "FIC", "same_patent")},
+    "r3": _R3,
+    "r4": {
+        **_R3,
+        "TAXONOMY": ("TAC", "TAC", "taxonomy"),
+        "CITATION": ("TAC", "TAC", "citation"),
+    },
+    "qaecter": {
+        "CITATION": ("TAC", "TAC", "citation"),
+        "ABS-CLAIM": ("ABS", "CLAIM", "same_patent"),
+        "ABS-DESC": ("ABS", "DESC", "same_patent"),
+        "CLAIM-DESC": ("CLAIM", "DESC", "same_patent"),
+        "ABS-ABS": ("ABS", "ABS", "family_cross_language"),
+        "CLAIM-CLAIM": ("CLAIM", "CLAIM", "family_cross_language"),
+    },
 }
+PAIR_TYPES = tuple(sorted({t for types in RECIPES.values() for t in types}))
 PAIR_COLUMNS = (
+    "recipe",
     "pair_type",
+    "signal",
     "anchor_id",
     "anchor_lang",
     "anchor_view",
@@ -30,7 +61,14 @@ PAIR_COLUMNS = (
     "positive_lang",
     "positive_view",
     "family_id",
+    "positive_family_id",
 )
+_SIDE_COLUMNS = PAIR_COLUMNS[3:9]  # anchor_* and positive_* keys
+
+
+def needs_graph(recipe: str) -> bool:
+    """True when ``recipe`` has taxonomy or citation pairs (they read patents and citations)."""
+    return any(r in ("taxonomy", "citation") for _, _, r in RECIPES[recipe].values())
 
 
 def view_keys(views: DataFrame) -> DataFrame:
@@ -72,24 +110,132 @@ def family_pairs(keys: DataFrame, pair_type: str, view: str) -> DataFrame:
 
 
 def _pair_body() -> list[Column]:
-    sides = [F.col(c) for c in PAIR_COLUMNS[1:7]]  # anchor_* and positive_* keys
-    return [*sides, F.col("anchor_family").alias("family_id"), "anchor_hash", "positive_hash"]
+    return [
+        *[F.col(c) for c in _SIDE_COLUMNS],
+        F.col("anchor_family").alias("family_id"),
+        F.col("positive_family").alias("positive_family_id"),
+        "anchor_hash",
+        "positive_hash",
+    ]
 
 
-def candidate_pairs(keys: DataFrame, recipe: str) -> DataFrame:
-    """Every pair of ``recipe`` with the two text hashes, before any dropping."""
+def document_keys(keys: DataFrame, patents: DataFrame) -> DataFrame:
+    """One TAC per patent for pairs across patents: the one in the patent's primary language,
+    else the TAC of its smallest language code."""
+    tac = keys.where(F.col("view") == "TAC").join(
+        patents.select("publication_number", "primary_lang"), "publication_number"
+    )
+    first = Window.partitionBy("publication_number").orderBy(
+        (F.col("lang") != F.coalesce(F.col("primary_lang"), F.lit(""))).cast("int"), "lang"
+    )
+    return (
+        tac.withColumn("_r", F.row_number().over(first))
+        .where(F.col("_r") == 1)
+        .drop("_r", "primary_lang")
+    )
+
+
+def _document_pairs(docs: DataFrame, links: DataFrame, pair_type: str) -> DataFrame:
+    """Pairs of TACs for ``links`` (a, b) of two publications of different families, as one
+    unordered pair each: the smaller publication number is the anchor."""
+    ordered = links.select(
+        F.least("a", "b").alias("anchor_id"), F.greatest("a", "b").alias("positive_id")
+    ).distinct()
+    a, p = _side(docs, "TAC", "anchor"), _side(docs, "TAC", "positive")
+    joined = ordered.join(a, "anchor_id").join(p, "positive_id")
+    return joined.where(F.col("anchor_family") != F.col("positive_family")).select(
+        F.lit(pair_type).alias("pair_type"), *_pair_body()
+    )
+
+
+def taxonomy_pairs(
+    docs: DataFrame, patents: DataFrame, pair_type: str, cap: int, seed: int
+) -> DataFrame:
+    """Two patents of different families sharing an IPC subclass (4 characters).
+
+    Per subclass, one member per family (the smallest seeded hash) is kept and the members
+    are chained in seeded-hash order: each member pairs with the next, so a subclass of n
+    families gives n - 1 pairs, of which the first ``cap`` are kept. Linear in the corpus,
+    deterministic for a seed.
+    """
+    members = (
+        patents.join(docs.select("publication_number").distinct(), "publication_number")
+        .select(
+            "publication_number",
+            "family_id",
+            F.explode(
+                F.array_distinct(F.transform("ipc_codes", lambda c: F.upper(F.substring(c, 1, 4))))
+            ).alias("subclass"),
+        )
+        .where(F.length("subclass") == 4)
+    )
+    members = members.withColumn("_u", uniform(seed, "subclass", "publication_number"))
+    one_per_family = Window.partitionBy("subclass", "family_id").orderBy("_u", "publication_number")
+    members = (
+        members.withColumn("_r", F.row_number().over(one_per_family))
+        .where(F.col("_r") == 1)
+        .drop("_r")
+    )
+    chain = Window.partitionBy("subclass").orderBy("_u", "publication_number")
+    links = (
+        members.withColumn("b", F.lead("publication_number").over(chain))
+        .withColumn("_i", F.row_number().over(chain))
+        .where(F.col("b").isNotNull() & (F.col("_i") <= cap))
+        .select(F.col("publication_number").alias("a"), "b")
+    )
+    return _document_pairs(docs, links, pair_type)
+
+
+def citation_pairs(
+    docs: DataFrame, patents: DataFrame, citations: DataFrame, pair_type: str, cutoff: str
+) -> DataFrame:
+    """Citing and cited patent of an X, Y or A citation resolved in the corpus, both published
+    before the evaluation cutoff and of different families; both directions are one pair."""
+    before = patents.where(F.col("publication_date") < F.to_date(F.lit(cutoff))).select(
+        "publication_number"
+    )
+    links = (
+        citations.where(F.col("resolved") & (F.col("is_x") | F.col("is_y") | F.col("is_a")))
+        .select(F.col("citing").alias("a"), F.col("cited").alias("b"))
+        .where(F.col("a") != F.col("b"))
+        .join(before.withColumnRenamed("publication_number", "a"), "a", "left_semi")
+        .join(before.withColumnRenamed("publication_number", "b"), "b", "left_semi")
+    )
+    return _document_pairs(docs, links, pair_type)
+
+
+def candidate_pairs(
+    keys: DataFrame,
+    recipe: str,
+    patents: DataFrame | None = None,
+    citations: DataFrame | None = None,
+    cutoff: str | None = None,
+    taxonomy_cap: int = defaults.TAXONOMY_CAP,
+    seed: int = 13,
+) -> DataFrame:
+    """Every pair of ``recipe`` with its signal and the two text hashes, before any dropping.
+
+    Taxonomy and citation pairs need ``patents`` (and ``citations`` and the evaluation
+    ``cutoff``); the other pair types read views only.
+    """
     if recipe not in RECIPES:
         raise ValueError(f"--recipe must be one of {sorted(RECIPES)}, got {recipe!r}")
+    docs = document_keys(keys, patents) if needs_graph(recipe) else None
     parts = []
     for pair_type, (anchor_view, positive_view, relation) in RECIPES[recipe].items():
         if relation == "same_patent":
-            parts.append(same_patent_pairs(keys, pair_type, anchor_view, positive_view))
+            part = same_patent_pairs(keys, pair_type, anchor_view, positive_view)
+        elif relation == "family_cross_language":
+            part = family_pairs(keys, pair_type, anchor_view)
+        elif relation == "taxonomy":
+            part = taxonomy_pairs(docs, patents, pair_type, taxonomy_cap, seed)
         else:
-            parts.append(family_pairs(keys, pair_type, anchor_view))
+            part = citation_pairs(docs, patents, citations, pair_type, cutoff)
+        parts.append(part.withColumn("signal", F.lit(SIGNAL[relation])))
     out = parts[0]
     for part in parts[1:]:
         out = out.unionByName(part)
-    return out
+    return out.withColumn("recipe", F.lit(recipe))
 
 
 def drop_identical(pairs: DataFrame) -> DataFrame:
@@ -101,7 +247,8 @@ def drop_duplicate_texts(pairs: DataFrame) -> DataFrame:
     """One pair per pair type and unordered pair of texts; the smallest keys win."""
     lo = F.least("anchor_hash", "positive_hash").alias("_lo")
     hi = F.greatest("anchor_hash", "positive_hash").alias("_hi")
-    keep = F.min(F.struct(*[F.col(c) for c in PAIR_COLUMNS[1:]], "anchor_hash", "positive_hash"))
+    rest = [c for c in PAIR_COLUMNS if c != "pair_type"]
+    keep = F.min(F.struct(*[F.col(c) for c in rest], "anchor_hash", "positive_hash"))
     grouped = pairs.groupBy("pair_type", lo, hi).agg(keep.alias("k"))
     return grouped.select("pair_type", "k.*")
 
@@ -124,6 +271,19 @@ def quotas(counts: dict[str, int], max_pairs: int) -> dict[str, int]:
     out = {t: int(v) for t, v in exact.items()}
     for t in sorted(exact, key=lambda t: (out[t] - exact[t], t))[: max_pairs - sum(out.values())]:
         out[t] += 1
+    return out
+
+
+def signal_quotas(counts: dict[str, int], signal_of: dict[str, str], n: int) -> dict[str, int]:
+    """Split ``n`` pairs across signals in proportion to their counts, then each signal's
+    share across its pair types: exact totals at both levels (largest remainder)."""
+    by_signal: dict[str, dict[str, int]] = {}
+    for pair_type, count in counts.items():
+        by_signal.setdefault(signal_of[pair_type], {})[pair_type] = count
+    shares = quotas({s: sum(c.values()) for s, c in by_signal.items()}, n)
+    out: dict[str, int] = {}
+    for signal, types in by_signal.items():
+        out.update(quotas(types, shares[signal]))
     return out
 
 
@@ -152,7 +312,7 @@ def sample_pairs(
 
 
 def stats(pairs: DataFrame) -> DataFrame:
-    """gold/stage1_stats: pairs per type and language pair."""
-    return pairs.groupBy("pair_type", "anchor_lang", "positive_lang").agg(
+    """gold/stage1_stats: pairs per recipe, type, signal and language pair."""
+    return pairs.groupBy("recipe", "pair_type", "signal", "anchor_lang", "positive_lang").agg(
         F.count("*").alias("n_pairs")
     )
