@@ -20,10 +20,17 @@ DEMO_PROFILE ?= cpu-e5
 TRAIN_STEPS ?= 20
 # IPC sections the demo trains on (evaluation reports IN vs OUT); empty: every section
 DEMO_LANDSCAPE ?= A,B,C,H
+# training recipes and matched-volume controls to compare (JSON lists), e.g.
+# make demo DEMO_RECIPES='["r3","r4","qaecter"]' DEMO_CONTROLS='["r4-matched-r3"]'
+DEMO_RECIPES ?= []
+DEMO_CONTROLS ?= []
+DEMO_RECIPE_RUNS = $(shell printf '%s\n' '$(DEMO_RECIPES)' '$(DEMO_CONTROLS)' | tr -d '[]" ' | \
+  tr ',' '\n' | sed '/^$$/d; s/.*/recipe-&-demo/' | paste -sd, -)
 DEMO_CONF ?= {"lake": "$(abspath $(LAKE))", "work_dir": "$(abspath $(DEMO_DIR))/work", \
   "profile": "$(DEMO_PROFILE)", "sample_patents": $(SAMPLE_PATENTS), "seed": $(SEED), \
   "mine_k": 100, "validation_size": 40, "train_steps": $(TRAIN_STEPS), "eval_max_length": 128, \
-  "query_types": "all", "landscape": "$(DEMO_LANDSCAPE)", "run_tag": "demo"}
+  "query_types": "all", "landscape": "$(DEMO_LANDSCAPE)", \
+  "recipes": $(DEMO_RECIPES), "controls": $(DEMO_CONTROLS), "run_tag": "demo"}
 AIRFLOW := AIRFLOW_HOME=$(abspath $(DEMO_DIR))/airflow AIRFLOW__CORE__DAGS_FOLDER=$(abspath dags) \
   AIRFLOW__CORE__LOAD_EXAMPLES=False AIRFLOW__WEBSERVER__WEB_SERVER_HOST=127.0.0.1 \
   AIRFLOW__API__HOST=127.0.0.1 airflow
@@ -70,7 +77,7 @@ demo: setup  ## the xembed_full Airflow DAG on a generated sample (cpu-e5), resu
 	$(AIRFLOW) dags test xembed_full --conf '$(DEMO_CONF)'
 	@$(PY) -m evaluation.report --lake $(LAKE) --summary --compare sft-demo,xembed-demo \
 	    --runs bm25-demo,base-demo,stage1-demo,sft-demo,xembed-demo,hybrid-demo \
-	    --out $(LAKE)/reports/eval-demo
+	    --recipes "$(DEMO_RECIPE_RUNS)" --base base-demo --out $(LAKE)/reports/eval-demo
 	@echo "data docs: $(LAKE)/reports/dq-demo/index.html"
 	@echo "query:     $(PY) -m spark_jobs.sql --lake $(LAKE) -e 'SELECT * FROM eval_metrics LIMIT 10'"
 

@@ -5,7 +5,10 @@ The whole X-Embedding pipeline: data → Stage I pairs and Stage II triplets →
 (Stage I, Stage II from Stage I, the SFT control) → evaluation (base, BM25, Stage I, SFT,
 X-Embedding, and the hybrid of BM25 and X-Embedding; each runs the tasks in
 `params.eval_tasks` on the query types in `params.query_types`) → report. `params.landscape`
-restricts the training data to some IPC sections and splits the metrics IN / OUT of them. Data-quality gates (Great Expectations) after every data stage stop
+restricts the training data to some IPC sections and splits the metrics IN / OUT of them.
+`params.recipes` adds one Stage I-style training per listed recipe (`r3`, `r4`, `qaecter`,
+`xembed`; `params.controls` adds matched-volume controls such as `r4-matched-r3`),
+each evaluated like the rest and compared in the report's recipe table. Data-quality gates (Great Expectations) after every data stage stop
 everything downstream on a critical failure; they are never retried. Other tasks retry
 once (infrastructure hiccups). XCom carries run ids, paths and Delta versions only.
 
@@ -46,6 +49,13 @@ SHARDS = f"{WORK}/shards"
 MODELS = f"{WORK}/models"
 LANDSCAPE = "--landscape '{{ params.landscape }}'"
 NO_RETRY = {"retries": 0}  # a data-quality failure is a finding, not a hiccup
+# The pair sets to train as shell variables: $recipes (params.recipes), $controls
+# (params.controls, "r4-matched-r3") and $labels (both).
+CONTROL_PATTERN = "^({0}){1}({0})$".format("|".join(defaults.RECIPES), defaults.MATCHED)
+RECIPE_LABELS = (
+    "set -euo pipefail; recipes='{{ params.recipes | join(' ') }}'; "
+    "controls='{{ params.controls | join(' ') }}'; labels=\"$recipes $controls\"; "
+)
 
 
 def dq(tables: str) -> str:
@@ -137,6 +147,21 @@ def evaluate(model: str, name: str) -> str:
             ",".join(defaults.EVAL_TASKS),
             type="string",
             description=f"evaluation tasks, a subset of {', '.join(defaults.EVAL_TASKS)}",
+        ),
+        "recipes": Param(
+            [],
+            type="array",
+            items={"type": "string", "enum": list(defaults.RECIPES)},
+            description="Stage I-style training recipes to train and compare (README 'Training "
+            'recipes\'), e.g. ["r3", "r4", "qaecter"]; empty: none',
+        ),
+        "controls": Param(
+            [],
+            type="array",
+            items={"type": "string", "pattern": CONTROL_PATTERN},
+            description="matched-volume controls to train beside the recipes, as "
+            "<recipe>-matched-<other> (e.g. r4-matched-r3: r4's signals at r3's pair count; "
+            "<other> must be built first, e.g. listed in recipes)",
         ),
         "run_tag": Param(
             "", type="string", description="suffix of run ids; empty: the logical date"
@@ -275,12 +300,51 @@ def xembed_full():
         return evaluate(f"hybrid:{MODELS}/xembed", "hybrid")
 
     @task.bash
+    def build_recipes() -> str:
+        # the full recipes first: a matched control samples another recipe's written volume
+        build = f"{SUBMIT}/build_pairs.py --lake {LAKE} --seed {SEED} {LANDSCAPE}"
+        return (
+            f"{RECIPE_LABELS} for r in $recipes; do {build} --recipe $r; done; "
+            f'for c in $controls; do {build} --recipe "${{c%%{defaults.MATCHED}*}}" '
+            f'--match-volume-of "${{c##*{defaults.MATCHED}}}"; done; echo $labels'
+        )
+
+    @task.bash(**NO_RETRY)
+    def dq_recipes() -> str:
+        return f'{RECIPE_LABELS} if [ -n "$labels" ]; then {dq("gold/stage1_pairs,gold/stage1_stats")}; fi'
+
+    @task.bash
+    def export_recipes() -> str:
+        return (
+            f"{RECIPE_LABELS} for r in $labels; do {SUBMIT}/export_training.py --lake {LAKE} "
+            f"--dataset stage1 --recipe $r --format parquet --out {SHARDS}/recipe-$r; done"
+        )
+
+    @task.bash
+    def train_recipes() -> str:
+        # each pair set from the base model with Stage I's settings and its recipe's section
+        return f"{RECIPE_LABELS} for r in $labels; do {train('stage1', 'recipe-$r', 'recipe-$r')}; done"
+
+    @task.bash
+    def eval_recipes() -> str:
+        significance = (
+            f"python -m evaluation.significance --lake {LAKE} --a base-{TAG} --b recipe-$r-{TAG} "
+            "--permutations 2000"
+        )
+        return (
+            f"{RECIPE_LABELS} for r in $labels; do {evaluate(f'{MODELS}/recipe-$r', 'recipe-$r')}; "
+            f"{significance} --metric ndcg >&2; {significance} --metric hit --k 100 >&2; done"
+        )
+
+    @task.bash
     def report() -> str:
         runs = ",".join(f"{n}-{TAG}" for n in ("bm25", "base", "stage1", "sft", "xembed", "hybrid"))
+        recipe_runs = f'$(for r in $labels; do printf "recipe-%s-{TAG}," "$r"; done)'
         return (
+            f"{RECIPE_LABELS}"
             f"python -m evaluation.significance --lake {LAKE} --a sft-{TAG} --b xembed-{TAG} --permutations 2000 >&2"
             f" && python -m evaluation.report --lake {LAKE} --runs {runs} --compare sft-{TAG},xembed-{TAG}"
-            f" --out {LAKE}/reports/eval-{TAG}"
+            f' --recipes "{recipe_runs}" --base base-{TAG} --out {LAKE}/reports/eval-{TAG}'
         )
 
     silver = dq_silver()
@@ -318,7 +382,11 @@ def xembed_full():
     sft >> evals["sft"]
     xembed >> evals["xembed"]
     xembed >> evals["hybrid"]
-    list(evals.values()) >> report()
+    recipe_models = train_recipes()
+    pairs_ok >> build_recipes() >> dq_recipes() >> export_recipes() >> recipe_models
+    recipe_evals = eval_recipes()
+    [recipe_models, evals["base"]] >> recipe_evals
+    [*evals.values(), recipe_evals] >> report()
 
 
 xembed_full()

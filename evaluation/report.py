@@ -7,7 +7,7 @@ the eval Delta tables.
 Writes report.md, report.html, fig2_language_view_differences.png, fig3_macro_hit_at_k.png,
 and, when the runs hold them, sections on query types (fig4_query_types.png, a heat map),
 strata, InScope, classification and clustering, and in- vs out-of-landscape retrieval
-(fig5_landscape.png). Every number comes from eval/metrics, eval/per_query and
+(fig5_landscape.png), and with ``--recipes ... --base RUN`` the training-recipe table. Every number comes from eval/metrics, eval/per_query and
 eval/significance; the definitions that are ours are in README "Evaluation tasks".
 """
 
@@ -221,6 +221,63 @@ def task_sections(
     return sections, figures
 
 
+def _value(rows: pd.DataFrame, **where) -> float:
+    for column, value in where.items():
+        rows = rows[rows[column].isna()] if value is None else rows[rows[column] == value]
+    return float(rows.value.iloc[0]) if len(rows) else float("nan")
+
+
+def recipe_table(
+    metrics: pd.DataFrame, significance: pd.DataFrame, runs: list[str], base: str, dim: int
+) -> pd.DataFrame:
+    """The recipe comparison of paper 002: per run (the base model first, then each recipe and
+    its matched control) retrieval nDCG@10 and Hit@100 (IPC-section macro over the paper's
+    views) with the paired-test p-value against the base, classification macro-F1 and
+    clustering V-measure on frozen TAC (section, subclass), nDCG@10 IN / OUT of the landscape."""
+    out = []
+    for run in [base, *[r for r in runs if r != base]]:
+        rows = _run_rows(metrics, [run], dim)
+        if rows.empty:
+            continue
+        overall = rows[
+            (rows.task == "retrieval")
+            & (rows.lang == "ALL")
+            & (rows.view == "ALL")
+            & (rows.ipc_section == "MACRO")
+            & (rows.stratum == "ALL")
+        ]
+        strata = rows[(rows.task == "retrieval") & (rows.view == "ALL")]
+        line = {"Model": rows.name.iloc[0]}
+        for label, metric, k in (("nDCG@10", "ndcg", 10), ("Hit@100", "hit", 100)):
+            line[label] = f"{100 * _value(overall, metric=metric, k=k):.2f}"
+            p = (
+                significance[
+                    (significance.run_a == base)
+                    & (significance.run_b == run)
+                    & (significance.dim == dim)
+                    & (significance.lang == "ALL")
+                    & (significance.view == "ALL")
+                    & (significance.metric == metric)
+                    & (significance.k == k)
+                ]
+                if not significance.empty
+                else significance
+            )
+            line[f"p {label} vs base"] = f"{p.p_value.iloc[0]:.4f}" if len(p) else ""
+        for task, metric, short in (
+            ("classification", "macro_f1", "F1"),
+            ("clustering", "v_measure", "V"),
+        ):
+            for level in ("section", "subclass"):
+                value = _value(rows[rows.task == task], metric=metric, stratum=f"label={level}")
+                line[f"{short} {level}"] = f"{100 * value:.2f}"
+        for cell in ("IN", "OUT"):
+            value = _value(strata, metric="ndcg", k=10, stratum=f"landscape={cell}")
+            line[f"nDCG@10 {cell}"] = f"{100 * value:.2f}"
+        out.append(line)
+    return pd.DataFrame(out)
+
+
 def run_dim(metrics: pd.DataFrame, run: str, dim: int) -> int:
     dims = set(metrics[metrics.run_id == run].dim)
     if dim in dims:
@@ -350,7 +407,13 @@ def figure3(metrics: pd.DataFrame, runs: list[str], dim: int, path: Path) -> Non
 
 
 def build(
-    lake: str, runs: list[str], out: Path, dim: int = 64, compare: tuple[str, str] | None = None
+    lake: str,
+    runs: list[str],
+    out: Path,
+    dim: int = 64,
+    compare: tuple[str, str] | None = None,
+    recipes: list[str] | None = None,
+    base: str | None = None,
 ) -> Path:
     every, per_query = load(lake, "eval/metrics"), load(lake, "eval/per_query")
     metrics = paper_rows(every)
@@ -398,6 +461,19 @@ def build(
         ("Figure 3: overall macro Hit@K across cutoffs", "fig3_macro_hit_at_k.png"),
     ]
     more_sections, more_figures = task_sections(every, runs, dim, out)
+    if recipes:
+        missing = [r for r in [base, *recipes] if r not in set(every.run_id)]
+        if missing:
+            raise ValueError(f"eval/metrics has no rows for recipe run(s) {missing}")
+        recipe = recipe_table(every, significance, recipes, base, dim)
+        more_sections.insert(
+            0,
+            (
+                f"Training recipes (%, {dim} dimensions; p: paired randomization test against "
+                f"{base}; IN / OUT: mean over query views of the landscape)",
+                _fmt(recipe),
+            ),
+        )
     sections += more_sections
     figures += more_figures
     md = ["# xembed evaluation report", "", f"Runs: {', '.join(runs)}", ""]
@@ -473,6 +549,14 @@ def main(argv: list[str] | None = None) -> int:
         "--compare", default=None, help="A,B for Table 4 / Figure 2 (default: the last two runs)"
     )
     parser.add_argument(
+        "--recipes",
+        default="",
+        help="comma-separated run ids of recipe trainings (and matched controls): the recipe table",
+    )
+    parser.add_argument(
+        "--base", default=None, help="the base model's run id: the recipe table's reference"
+    )
+    parser.add_argument(
         "--summary",
         action="store_true",
         help="print the overall / per-language macro Hit@100 of every run (Table 2)",
@@ -481,7 +565,10 @@ def main(argv: list[str] | None = None) -> int:
     build_session("xembed-report", args.master)  # the session every read below shares
     runs = [r for r in args.runs.split(",") if r]
     compare = tuple(args.compare.split(",")) if args.compare else None
-    path = build(args.lake, runs, Path(args.out), args.dim, compare)
+    recipes = [r for r in args.recipes.split(",") if r]
+    if recipes and not args.base:
+        parser.error("--recipes needs --base (the base model's run id)")
+    path = build(args.lake, runs, Path(args.out), args.dim, compare, recipes, args.base)
     if not args.summary:
         print(path)
         return 0

@@ -79,7 +79,13 @@ def test_dag_wires_the_stages_in_order(dag):
         "eval_sft",
         "eval_xembed",
         "eval_hybrid",
+        "eval_recipes",
     }
+    assert upstream(dag, "build_recipes") == {"dq_pairs"}
+    assert upstream(dag, "dq_recipes") == {"build_recipes"}
+    assert upstream(dag, "export_recipes") == {"dq_recipes"}
+    assert upstream(dag, "train_recipes") == {"export_recipes"}
+    assert upstream(dag, "eval_recipes") == {"train_recipes", "eval_base"}
     for task in dag.tasks:
         assert task.retries == (0 if task.task_id.startswith("dq_") else 1), task.task_id
     assert {
@@ -101,6 +107,9 @@ def test_dag_wires_the_stages_in_order(dag):
     assert dag.params["query_types"] == ",".join(defaults.QUERY_VIEWS)  # the paper's tables
     assert dag.params["eval_tasks"] == ",".join(defaults.EVAL_TASKS)
     assert dag.params["landscape"] == ""
+    assert (
+        dag.params["recipes"] == [] and dag.params["controls"] == []
+    )  # the paper's DAG by default
 
 
 def _run_id(output: str) -> str:
@@ -128,6 +137,8 @@ def test_airflow_dags_test_runs_the_whole_pipeline(tmp_path):
         "cutoffs": "10,100",
         "landscape": "A,B,C,H",  # about 3/4 of this sample's patents
         "query_types": "ABS,TAC,TITLE,SUMMARY",
+        "recipes": ["r3", "r4"],
+        "controls": ["r4-matched-r3"],
         "run_tag": "ci",
     }
     done = airflow(home, "dags", "test", "xembed_full", "--conf", json.dumps(conf))
@@ -136,7 +147,8 @@ def test_airflow_dags_test_runs_the_whole_pipeline(tmp_path):
     )[-5000:]
     metrics = DeltaTable(str(tmp_path / "lake" / "eval" / "metrics")).to_pandas()
     names = ("bm25", "base", "stage1", "sft", "xembed", "hybrid")
-    assert set(metrics.run_id) == {f"{n}-ci" for n in names}
+    recipes = ("recipe-r3", "recipe-r4", "recipe-r4-matched-r3")
+    assert set(metrics.run_id) == {f"{n}-ci" for n in (*names, *recipes)}
     assert set(metrics[metrics.run_id == "base-ci"].task) == {
         "retrieval",
         "inscope",
@@ -149,10 +161,23 @@ def test_airflow_dags_test_runs_the_whole_pipeline(tmp_path):
     pairs_args = json.loads(jobs[jobs.job == "build_pairs"].args_json.iloc[-1])
     assert pairs_args["landscape"] == ["A", "B", "C", "H"]  # the training data was restricted
     registry = DeltaTable(str(tmp_path / "lake" / "models" / "registry")).to_pandas()
-    assert set(registry.model_id) == {"stage1-ci", "xembed-ci", "sft-ci"}
+    assert set(registry.model_id) == {
+        "stage1-ci",
+        "xembed-ci",
+        "sft-ci",
+        *(f"{r}-ci" for r in recipes),
+    }
+    pairs = DeltaTable(str(tmp_path / "lake" / "gold" / "stage1_pairs")).to_pandas()
+    volume = pairs.recipe.value_counts()
+    assert volume["r4-matched-r3"] == volume["r3"] < volume["r4"]
+    significance = DeltaTable(str(tmp_path / "lake" / "eval" / "significance")).to_pandas()
+    assert {("base-ci", f"{r}-ci") for r in recipes} <= set(
+        zip(significance.run_a, significance.run_b, strict=True)
+    )
     assert registry.set_index("model_id").parent_model["xembed-ci"].endswith("models/stage1")
     report = (tmp_path / "lake" / "reports" / "eval-ci" / "report.md").read_text()
     assert "Query types" in report and "In- vs out-of-landscape" in report
+    assert "Training recipes" in report and "recipe-r4-matched-r3" in report
     assert (tmp_path / "lake" / "reports" / "dq-ci" / "index.html").exists()
 
 

@@ -113,3 +113,54 @@ def test_paper_profile_applies_stage2_settings_to_stage2_and_sft_only():
     assert settings == {"stage1": (1e-4, 128, 1), "stage2": (5e-5, 16, 4), "sft": (5e-5, 16, 4)}
     _, _, args = parse([config, *common, "--stage", "sft", "--learning_rate", "1e-5"])
     assert args.learning_rate == 1e-5  # the command line still wins
+
+
+def test_a_recipe_section_applies_to_its_pairs_and_matched_controls(tmp_path):
+    import json
+    from pathlib import Path
+
+    from trainer.arguments import parse
+
+    config = str(Path(__file__).resolve().parents[1] / "configs" / "cpu-e5.yaml")
+    shards = tmp_path / "shards"
+    shards.mkdir()
+
+    def recipe_args(recipe, *extra):
+        (shards / "_manifest.json").write_text(json.dumps({"recipe": recipe}))
+        common = ["--train_data", str(shards), "--output_dir", str(tmp_path / "out")]
+        return parse([config, *common, *extra])
+
+    for recipe, instructed in (("qaecter", False), ("qaecter-matched-r3", False), ("r4", True)):
+        model, data, _ = recipe_args(recipe)
+        assert model.query_instruction is instructed, recipe
+        assert data.recipe is None  # the trainer takes the manifest's recipe at start
+    model, data, _ = recipe_args("r4", "--recipe", "qaecter")  # the flag names the section
+    assert model.query_instruction is False and data.recipe == "qaecter"
+    model, _, _ = recipe_args("qaecter", "--stage", "sft")  # Stage II settings, no recipe
+    assert model.query_instruction is True
+
+
+def test_the_trainer_refuses_a_recipe_its_shards_do_not_hold(tmp_path):
+    import json
+
+    from trainer.train import main
+
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    manifest = {"recipe": "r4", "format": "parquet", "leakage_audit": {"status": "passed"}}
+    (shards / "_manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(ValueError, match="holds the pairs of 'r4'"):
+        main(
+            [
+                "--model_name_or_path",
+                "builtin:qwen3-tiny",
+                "--train_data",
+                str(shards),
+                "--output_dir",
+                str(tmp_path / "out"),
+                "--recipe",
+                "qaecter",
+                "--use_cpu",
+                "true",
+            ]
+        )

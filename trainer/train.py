@@ -60,7 +60,6 @@ def main(argv: list[str] | None = None) -> int:
     model_args, data_args, args = parse(argv)
     args.remove_unused_columns = False
     set_seed(args.seed)
-    encoder, base_path = build_encoder(model_args, args)
     manifest = read_manifest(data_args.train_data)
     shards_recipe = manifest.get("recipe", "xembed")
     if data_args.recipe is None:
@@ -70,6 +69,7 @@ def main(argv: list[str] | None = None) -> int:
             f"--recipe {data_args.recipe} but {data_args.train_data} holds the pairs of "
             f"{shards_recipe!r} (its _manifest.json); export that recipe or drop --recipe"
         )
+    encoder, base_path = build_encoder(model_args, args)
 
     validation, exclude = validation_examples(
         data_args.train_data,
