@@ -274,3 +274,59 @@ def test_significance_overall_covers_the_paper_views_only():
     assert rows[("ALL", "ALL")]["n_queries"] == 2  # ABS only: TITLE is not in the paper's
     assert rows[("ALL", "ALL")]["diff"] == pytest.approx(0.5)
     assert rows[("en", "TITLE")]["n_queries"] == 1  # other types are tested per cell
+
+
+def test_the_recipe_table_reads_each_task_and_the_p_value_against_the_base():
+    import pandas as pd
+
+    from evaluation.report import recipe_table
+
+    def row(run, task, metric, k, value, stratum="ALL", section="MACRO"):
+        return {
+            "run_id": run,
+            "name": run.split("@")[0],
+            "dim": 64,
+            "task": task,
+            "lang": "ALL",
+            "view": "ALL" if task != "classification" and task != "clustering" else "TAC",
+            "ipc_section": section,
+            "stratum": stratum,
+            "metric": metric,
+            "k": k,
+            "value": value,
+        }
+
+    rows = []
+    for run, shift in (("base@1", 0.0), ("r3@1", 0.1), ("r4-matched-r3@1", 0.05)):
+        rows += [
+            row(run, "retrieval", "ndcg", 10, 0.3 + shift),
+            row(run, "retrieval", "hit", 100, 0.6 + shift),
+            row(run, "retrieval", "ndcg", 10, 0.4 + shift, "landscape=IN", "ALL"),
+            row(run, "retrieval", "ndcg", 10, 0.2 + shift, "landscape=OUT", "ALL"),
+            row(run, "classification", "macro_f1", None, 0.5 + shift, "label=section", "ALL"),
+            row(run, "clustering", "v_measure", None, 0.1 + shift, "label=subclass", "ALL"),
+        ]
+    significance = pd.DataFrame(
+        [
+            {
+                "run_a": "base@1",
+                "run_b": "r3@1",
+                "dim": 64,
+                "lang": "ALL",
+                "view": "ALL",
+                "metric": "ndcg",
+                "k": 10,
+                "p_value": 0.0123,
+            }
+        ]
+    )
+    table = recipe_table(
+        pd.DataFrame(rows), significance, ["r3@1", "r4-matched-r3@1"], "base@1", 64
+    )
+    assert list(table.Model) == ["base", "r3", "r4-matched-r3"]
+    r3 = table.set_index("Model").loc["r3"]
+    assert r3["nDCG@10"] == "40.00" and r3["Hit@100"] == "70.00"
+    assert r3["p nDCG@10 vs base"] == "0.0123" and r3["p Hit@100 vs base"] == ""
+    assert r3["nDCG@10 IN"] == "50.00" and r3["nDCG@10 OUT"] == "30.00"
+    assert r3["F1 section"] == "60.00" and r3["V subclass"] == "20.00"
+    assert r3["F1 subclass"] == "nan"  # not measured: shown as such, not invented
