@@ -25,7 +25,7 @@ def airflow_env(home: Path) -> dict:
     }
 
 
-def airflow(home: Path, *args: str, timeout: int = 1800) -> subprocess.CompletedProcess:
+def airflow(home: Path, *args: str, timeout: int = 3600) -> subprocess.CompletedProcess:
     return subprocess.run(
         [str(Path(sys.executable).parent / "airflow"), *args],
         env=airflow_env(home),
@@ -137,7 +137,7 @@ def test_airflow_dags_test_runs_the_whole_pipeline(tmp_path):
         "cutoffs": "10,100",
         "landscape": "A,B,C,H",  # about 3/4 of this sample's patents
         "query_types": "ABS,TAC,TITLE,SUMMARY",
-        "recipes": ["r3", "r4"],
+        "recipes": ["r3", "r4", "qaecter"],
         "controls": ["r4-matched-r3"],
         "run_tag": "ci",
     }
@@ -147,7 +147,7 @@ def test_airflow_dags_test_runs_the_whole_pipeline(tmp_path):
     )[-5000:]
     metrics = DeltaTable(str(tmp_path / "lake" / "eval" / "metrics")).to_pandas()
     names = ("bm25", "base", "stage1", "sft", "xembed", "hybrid")
-    recipes = ("recipe-r3", "recipe-r4", "recipe-r4-matched-r3")
+    recipes = ("recipe-r3", "recipe-r4", "recipe-qaecter", "recipe-r4-matched-r3")
     assert set(metrics.run_id) == {f"{n}-ci" for n in (*names, *recipes)}
     assert set(metrics[metrics.run_id == "base-ci"].task) == {
         "retrieval",
