@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import great_expectations as gx
 
-from schemas.defaults import RECIPES, SIGNALS, VIEWS
+from schemas.defaults import CLAIM_RELATIONS, RECIPES, SIGNALS, VIEWS
 from spark_jobs.lib.languages import ISO_639_1
 from spark_jobs.lib.pairs import PAIR_TYPES
 
@@ -153,6 +153,41 @@ def silver_claims():
         _c(gx.expectations.ExpectColumnValuesToBeBetween(column="claim_number", min_value=1)),
         _c(gx.expectations.ExpectColumnValuesToNotBeNull(column="text")),
         _c(gx.expectations.ExpectColumnValuesToNotBeNull(column="independent")),
+    ]
+
+
+_CLAIM_KEYS = "SELECT publication_number, lang, claim_number FROM dq_silver_claims"
+
+
+def silver_claim_graph():
+    return [
+        *_key("publication_number", "lang", "src_claim", "dst_claim", "relation"),
+        _c(
+            gx.expectations.ExpectColumnValuesToBeInSet(
+                column="relation", value_set=list(CLAIM_RELATIONS)
+            )
+        ),
+        _c(gx.expectations.ExpectColumnValuesToNotBeNull(column="evidence")),
+        _c(
+            gx.expectations.ExpectColumnValuesToBeBetween(column="weight", min_value=0, max_value=1)
+        ),
+        _rows("no self-loop", "src_claim = dst_claim"),
+        _rows(
+            "a legal edge points to an earlier claim",
+            "relation = 'legal' AND dst_claim >= src_claim",
+        ),
+        _rows("a legal edge has weight 1", "relation = 'legal' AND weight != 1.0"),
+        _rows(
+            "both claims of an edge exist in silver/claims",
+            f"(publication_number, lang, src_claim) NOT IN ({_CLAIM_KEYS}) "
+            f"OR (publication_number, lang, dst_claim) NOT IN ({_CLAIM_KEYS})",
+        ),
+        _rows(
+            "a legal edge is a dependency of silver/claims",
+            "relation = 'legal' AND (publication_number, lang, src_claim, dst_claim) NOT IN "
+            "(SELECT publication_number, lang, claim_number, d FROM dq_silver_claims "
+            "LATERAL VIEW explode(depends_on) x AS d)",
+        ),
     ]
 
 
@@ -342,6 +377,7 @@ SUITES: dict[str, Callable[[], list]] = {
     "silver/families": silver_families,
     "silver/views": silver_views,
     "silver/claims": silver_claims,
+    "silver/claim_graph": silver_claim_graph,
     "silver/eval_queries": silver_eval_queries,
     "silver/excluded_families": silver_excluded_families,
     "gold/stage1_pairs": gold_stage1_pairs,

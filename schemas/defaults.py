@@ -41,6 +41,12 @@ METRIC_CUTOFFS = (10, 20, 50, 100, 200, 500)
 # Matryoshka dimensions evaluated by default ("full" = the model's own dimension).
 EVAL_DIMS = "64,full"
 
+# silver/claim_graph: edge types, and when two claims share technical content (the Jaccard
+# overlap of their term sets, with at least this many shared terms).
+CLAIM_RELATIONS = ("legal", "technical")
+TECHNICAL_MIN_JACCARD = 0.2
+TECHNICAL_MIN_SHARED = 2
+
 
 def base_recipe(name: str) -> str:
     """The recipe a pair set was built with: ``r4`` for ``r4`` and ``r4-matched-r3``."""

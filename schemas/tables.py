@@ -150,6 +150,23 @@ SILVER_CLAIMS = TableSpec(
     may_be_empty=True,
 )
 
+SILVER_CLAIM_GRAPH = TableSpec(
+    "silver/claim_graph",
+    "Typed, directed edges between two claims of one patent and language (PHAGE's claim graph).",
+    (
+        req("publication_number", "string"),
+        req("family_id", "string"),
+        req("lang", "string"),
+        req("src_claim", "int", "the later claim: the one that refers or shares"),
+        req("dst_claim", "int", "the earlier claim (dst_claim < src_claim for every edge)"),
+        req("relation", "string", "legal (a dependency written in the claim) | technical"),
+        req("weight", "double", "legal: 1.0; technical: Jaccard overlap of the term sets"),
+        req("evidence", "string", "legal: the reference as written; technical: shared terms"),
+    ),
+    keys=("publication_number", "lang", "src_claim", "dst_claim", "relation"),
+    may_be_empty=True,
+)
+
 SILVER_EVAL_QUERIES = TableSpec(
     "silver/eval_queries",
     "Evaluation query patents: filed on/after the cutoff with >= 1 X citation resolved in the corpus.",
@@ -461,6 +478,7 @@ TABLES: dict[str, TableSpec] = {
         SILVER_FAMILIES,
         SILVER_VIEWS,
         SILVER_CLAIMS,
+        SILVER_CLAIM_GRAPH,
         SILVER_EVAL_QUERIES,
         SILVER_EXCLUDED_FAMILIES,
         GOLD_STAGE1_PAIRS,

@@ -76,11 +76,15 @@ def _numbered_segments(text: str) -> list[tuple[int, str]]:
     return out
 
 
-def parse_references(text: str, own_number: int) -> tuple[int, ...]:
-    """Claim numbers ``text`` refers back to (only numbers below ``own_number``)."""
-    refs: set[int] = set()
-    if _ALL_PREVIOUS.search(text):
-        refs.update(range(1, own_number))
+def references(text: str, own_number: int) -> list[tuple[str, tuple[int, ...]]]:
+    """Each back-reference of ``text`` as written and the earlier claims it names.
+
+    >>> references("The cup of claim 1 or 2.", 3)
+    [('claim 1 or 2', (1, 2))]
+    """
+    found: list[tuple[str, tuple[int, ...]]] = []
+    for m in _ALL_PREVIOUS.finditer(text):
+        found.append((m.group(0), tuple(range(1, own_number))))
     for kw in _KEYWORD.finditer(text):
         pos = kw.end()
         m = _NUMBER.match(text, pos)
@@ -101,8 +105,15 @@ def parse_references(text: str, own_number: int) -> tuple[int, ...]:
             else:
                 numbers.append(value)
             pos = nxt.end()
-        refs.update(numbers)
-    return tuple(sorted(n for n in refs if 0 < n < own_number))
+        earlier = tuple(sorted({n for n in numbers if 0 < n < own_number}))
+        if earlier:
+            found.append((text[kw.start() : pos], earlier))
+    return found
+
+
+def parse_references(text: str, own_number: int) -> tuple[int, ...]:
+    """Claim numbers ``text`` refers back to (only numbers below ``own_number``)."""
+    return tuple(sorted({n for _, numbers in references(text, own_number) for n in numbers}))
 
 
 def split_claims(text: str | None, lang: str | None = None) -> list[Claim]:

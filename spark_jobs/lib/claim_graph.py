@@ -1,0 +1,107 @@
+"""A typed claim graph: legal edges (a dependency written in the claim) and technical edges
+(claims that share technical terms), for PHAGE-style training (README "Claim graph").
+
+Pure Python over one patent's claims in one language, so every rule is unit-testable; the
+``claim_graph`` job applies it per (patent, language) group with ``applyInPandas``.
+
+- ``legal``: claim ``src`` names claim ``dst`` (``dst < src``), as parsed into
+  ``silver/claims.depends_on``; ``weight`` 1.0; ``evidence`` the reference as written
+  ("claim 1 to 3", "any of the preceding claims", "权利要求1或2", "請求項1から3").
+- ``technical``: two claims not joined by a legal edge whose technical term sets overlap
+  with Jaccard >= ``min_jaccard`` and share >= ``min_shared`` terms; one edge per pair, from
+  the later claim to the earlier; ``weight`` the Jaccard overlap; ``evidence`` the shared
+  terms (at most ``EVIDENCE_TERMS``, sorted). Terms are lower-cased words of four letters or
+  more outside a stop list (Latin script); once claim boilerplate (所述, 权利要求, 前記,
+  請求項, ...) is cut out, character bigrams of Han runs and whole Katakana runs (Chinese,
+  Japanese).
+
+    >>> [(e.src, e.dst, e.relation) for e in edges([(1, "A cup.", ()), (2, "The cup of claim 1.", (1,))])]
+    [(2, 1, 'legal')]
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from schemas.defaults import TECHNICAL_MIN_JACCARD, TECHNICAL_MIN_SHARED
+from spark_jobs.lib.claims import references
+
+EVIDENCE_TERMS = 8
+
+_WORD = re.compile(r"[a-z][a-z\-]{3,}")
+_STOP = frozenset(
+    """
+    about above according additionally after also among another apparatus being below
+    between both each either from further furthermore have having herein into least more
+    most other over said same such than that their them then there thereby therein thereof
+    these they this those through under upon were when where whereby wherein which while
+    with within without comprise comprises comprising comprised consisting include includes
+    including claim claims preceding previous foregoing above-mentioned characterized
+    characterised configured arranged adapted method device system plurality first second
+    third respective respectively portion part parts unit means step steps
+    """.split()
+)
+# claim boilerplate of Chinese and Japanese claims, cut out before taking bigrams
+_CJK_BOILERPLATE = re.compile(
+    r"根据|按照|如|权利要求|權利要求|请求项|請求項|任一项|任一|所述|其特征在于|其特征是|包括|包含|"
+    r"一种|其中|所述的|以及|前記|記載の|いずれか|一項|に記載|において|であって|を備え|"
+    r"を有する|前述|上述|前面|该|該|及|或|的|和|与|與|将|將|在|是|为|為"
+)
+_HAN_RUN = re.compile(r"[\u4e00-\u9fff\u3400-\u4dbf]{2,}")
+_KATAKANA_RUN = re.compile(r"[\u30a0-\u30ff\u31f0-\u31ff]{2,}")
+
+
+@dataclass(frozen=True)
+class Edge:
+    src: int
+    dst: int
+    relation: str
+    weight: float
+    evidence: str
+
+
+def technical_terms(text: str) -> frozenset[str]:
+    """Content terms of a claim: Latin words, Han bigrams, Katakana words (module doc)."""
+    latin = {w.strip("-") for w in _WORD.findall(text.lower())} - _STOP
+    text = _CJK_BOILERPLATE.sub(" ", text)
+    cjk = set(_KATAKANA_RUN.findall(text))  # a Katakana run is one (loan) word
+    for run in _HAN_RUN.findall(text):
+        cjk.update(run[i : i + 2] for i in range(len(run) - 1))
+    return frozenset(t for t in latin | cjk if len(t) >= 2)
+
+
+def _legal_evidence(text: str, src: int, dst: int) -> str:
+    phrases = [phrase for phrase, numbers in references(text, src) if dst in numbers]
+    return "; ".join(dict.fromkeys(phrases)) or f"depends on claim {dst}"
+
+
+def edges(
+    claims: list[tuple[int, str, tuple[int, ...] | list[int]]],
+    min_jaccard: float = TECHNICAL_MIN_JACCARD,
+    min_shared: int = TECHNICAL_MIN_SHARED,
+) -> list[Edge]:
+    """Typed edges among one patent's claims (``(number, text, depends_on)``), sorted."""
+    claims = sorted(claims, key=lambda c: c[0])
+    numbers = {number for number, _, _ in claims}
+    out: list[Edge] = []
+    legal: set[tuple[int, int]] = set()
+    for number, text, depends_on in claims:
+        for dst in sorted(set(depends_on or ())):
+            if dst < number and dst in numbers:  # a reference to a claim that exists
+                legal.add((number, dst))
+                out.append(Edge(number, dst, "legal", 1.0, _legal_evidence(text, number, dst)))
+    terms = {number: technical_terms(text) for number, text, _ in claims}
+    for i, (later, _, _) in enumerate(claims):
+        for earlier, _, _ in claims[:i]:
+            if (later, earlier) in legal:
+                continue
+            shared = terms[later] & terms[earlier]
+            union = terms[later] | terms[earlier]
+            if len(shared) < min_shared or not union:
+                continue
+            jaccard = len(shared) / len(union)
+            if jaccard >= min_jaccard:
+                evidence = ", ".join(sorted(shared)[:EVIDENCE_TERMS])
+                out.append(Edge(later, earlier, "technical", round(jaccard, 4), evidence))
+    return sorted(out, key=lambda e: (e.src, e.dst, e.relation))
