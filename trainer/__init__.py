@@ -5,8 +5,20 @@ the SFT control, the built-in CPU models, and the model registry.
     python -m trainer.models build me5-small|qwen3-tiny        # build a built-in model once
 
 Public API: ``Encoder``/``EncoderConfig`` (trainer.encoder), ``resolve`` (trainer.models),
-``main`` (trainer.train). Imports ``schemas`` and ``lake`` (the registry write); never
+``main`` (trainer.train), ``PhageEncoder`` / ``phage_loss`` (trainer.phage:
+claim-graph-guided attention and its objective). Imports ``schemas`` and ``lake`` (the registry write); never
 ``spark_jobs`` or ``evaluation``. Submodules are imported on use: torch loads only when needed.
 """
 
-__all__ = ["arguments", "data", "encoder", "loss", "me5", "models", "registry", "train", "trainer"]
+__all__ = [
+    "arguments",
+    "data",
+    "encoder",
+    "loss",
+    "me5",
+    "models",
+    "phage",
+    "registry",
+    "train",
+    "trainer",
+]
