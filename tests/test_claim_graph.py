@@ -135,43 +135,17 @@ def test_the_job_builds_a_checked_graph_and_a_rerun_replaces_it(spark, pipeline,
 
 @pytest.mark.spark
 def test_the_quality_suite_catches_planted_edges(spark, pipeline, tmp_path):
-    from pyspark.sql import Row
-
     from expectations.run import validate
     from lake import write_table
 
     lake = copy_lake(pipeline, tmp_path)
     claim_graph_job.run(spark, lake)
     claim = read_pandas(lake, "silver/claims", spark).iloc[0]
-    base = {"publication_number": claim.publication_number, "family_id": claim.family_id}
-    planted = [
-        Row(
-            **base,
-            lang=claim.lang,
-            src_claim=1,
-            dst_claim=1,
-            relation="technical",
-            weight=0.5,
-            evidence="self",
-        ),
-        Row(
-            **base,
-            lang=claim.lang,
-            src_claim=1,
-            dst_claim=2,
-            relation="legal",
-            weight=1.0,
-            evidence="forward",
-        ),
-        Row(
-            **base,
-            lang=claim.lang,
-            src_claim=99,
-            dst_claim=1,
-            relation="technical",
-            weight=0.5,
-            evidence="missing claim",
-        ),
+    key = (claim.publication_number, claim.family_id, claim.lang)
+    planted = [  # a self-loop, a legal edge to a later claim, an edge from a missing claim
+        (*key, 1, 1, "technical", 0.5, "self"),
+        (*key, 1, 2, "legal", 1.0, "forward"),
+        (*key, 99, 1, "technical", 0.5, "missing claim"),
     ]
     good = spark.read.format("delta").load(f"{lake}/silver/claim_graph")
     frame = good.unionByName(spark.createDataFrame(planted, good.schema))
