@@ -199,6 +199,10 @@ class Encoder(nn.Module):
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         hidden = self.backbone(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        return self.pool(hidden, attention_mask)
+
+    def pool(self, hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """Token states -> one (normalised) embedding per row, by the configured pooling."""
         pooled = (
             last_token_pool(hidden, attention_mask)
             if self.encoder_config.pooling == "last"

@@ -33,7 +33,7 @@ from torch import nn
 from torch.nn import functional
 
 from schemas.defaults import CLAIM_RELATIONS
-from trainer.encoder import Encoder, format_passage, mean_pool
+from trainer.encoder import Encoder, format_passage
 
 ATTENTION = "xembed_phage"
 BERT_STYLE = ("bert", "roberta", "xlm-roberta")
@@ -104,6 +104,12 @@ def tokenize_claims(
     return list(encoded["input_ids"]), owners
 
 
+def _claim_onehot(claim_of_token: torch.Tensor, n_claims: int, dtype) -> torch.Tensor:
+    """(L, n_claims) membership of each token in its claim; :data:`GLOBAL` tokens are all 0."""
+    onehot = functional.one_hot(claim_of_token.clamp(min=0), n_claims).to(dtype)
+    return onehot * (claim_of_token >= 0).unsqueeze(-1).to(dtype)
+
+
 def graph_bias(
     claim_of_token: torch.Tensor,
     edges: Sequence[tuple[int, int, str]],
@@ -118,10 +124,9 @@ def graph_bias(
     pairs of tokens in different, unjoined claims get the dtype's minimum (blocked)."""
     length = claim_of_token.shape[0]
     n_claims = int(claim_of_token.max().item()) + 1 if length else 0
-    onehot = functional.one_hot(claim_of_token.clamp(min=0), max(n_claims, 1)).to(
-        relation_bias.dtype
-    ) * (claim_of_token >= 0).unsqueeze(-1).to(relation_bias.dtype)  # (L, C)
-    joined = torch.zeros(len(relations), max(n_claims, 1), max(n_claims, 1))
+    size = max(n_claims, 1)
+    onehot = _claim_onehot(claim_of_token, size, relation_bias.dtype)  # (L, C)
+    joined = torch.zeros(len(relations), size, size)
     for src, dst, relation in edges:
         if src < n_claims and dst < n_claims:  # edges to claims cut off by truncation drop
             r = relations.index(relation)
@@ -202,10 +207,7 @@ class PhageEncoder(nn.Module):
             ).last_hidden_state
         finally:
             _BIAS.reset(token)
-        pooled = mean_pool(hidden, attention_mask)
-        if self.encoder.encoder_config.normalize:
-            pooled = functional.normalize(pooled, dim=-1)
-        return pooled, hidden
+        return self.encoder.pool(hidden, attention_mask), hidden
 
     def save(self, path: str) -> None:
         """The plain encoder: its own attention back, no mask, no relation biases."""
@@ -225,8 +227,7 @@ def claim_embeddings(hidden: torch.Tensor, claim_of_token: torch.Tensor) -> list
         if n <= 0:
             out.append(states.new_zeros((0, states.shape[-1])))
             continue
-        onehot = functional.one_hot(owners.clamp(min=0), n).to(states.dtype)
-        onehot = onehot * (owners >= 0).unsqueeze(-1).to(states.dtype)
+        onehot = _claim_onehot(owners, n, states.dtype)
         sums = onehot.T @ states
         counts = onehot.sum(0).clamp(min=1).unsqueeze(-1)
         out.append(functional.normalize(sums / counts, dim=-1))

@@ -2,7 +2,7 @@
 (claims that share technical terms), for PHAGE-style training (README "Claim graph").
 
 Pure Python over one patent's claims in one language, so every rule is unit-testable; the
-``claim_graph`` job applies it per (patent, language) group with ``applyInPandas``.
+``claim_graph`` job collects each (patent, language)'s claims and applies it in an Arrow UDF.
 
 - ``legal``: claim ``src`` names claim ``dst`` (``dst < src``), as parsed into
   ``silver/claims.depends_on``; ``weight`` 1.0; ``evidence`` the reference as written
