@@ -26,11 +26,20 @@ DEMO_RECIPES ?= []
 DEMO_CONTROLS ?= []
 DEMO_RECIPE_RUNS = $(shell printf '%s\n' '$(DEMO_RECIPES)' '$(DEMO_CONTROLS)' | tr -d '[]" ' | \
   tr ',' '\n' | sed '/^$$/d; s/.*/recipe-&-demo/' | paste -sd, -)
+# PHAGE (README "PHAGE"): make demo DEMO_PHAGE=true builds the claim graph, trains PHAGE and its
+# no-graph control from a BERT-style base (DEMO_PHAGE_BASE; empty: the profile's, me5-small
+# for cpu-e5) and adds the PHAGE table to the report
+DEMO_PHAGE ?= false
+DEMO_PHAGE_BASE ?=
+comma := ,
+DEMO_PHAGE_RUNS = $(if $(filter true,$(DEMO_PHAGE)),phage-demo$(comma)phage-nograph-demo)
+DEMO_PHAGE_BASE_RUN = $(if $(DEMO_PHAGE_BASE),phage-base-demo,base-demo)
 DEMO_CONF ?= {"lake": "$(abspath $(LAKE))", "work_dir": "$(abspath $(DEMO_DIR))/work", \
   "profile": "$(DEMO_PROFILE)", "sample_patents": $(SAMPLE_PATENTS), "seed": $(SEED), \
   "mine_k": 100, "validation_size": 40, "train_steps": $(TRAIN_STEPS), "eval_max_length": 128, \
   "query_types": "all", "landscape": "$(DEMO_LANDSCAPE)", \
-  "recipes": $(DEMO_RECIPES), "controls": $(DEMO_CONTROLS), "run_tag": "demo"}
+  "recipes": $(DEMO_RECIPES), "controls": $(DEMO_CONTROLS), "phage": $(DEMO_PHAGE), \
+  "phage_base_model": "$(DEMO_PHAGE_BASE)", "run_tag": "demo"}
 AIRFLOW := AIRFLOW_HOME=$(abspath $(DEMO_DIR))/airflow AIRFLOW__CORE__DAGS_FOLDER=$(abspath dags) \
   AIRFLOW__CORE__LOAD_EXAMPLES=False AIRFLOW__WEBSERVER__WEB_SERVER_HOST=127.0.0.1 \
   AIRFLOW__API__HOST=127.0.0.1 airflow
@@ -77,7 +86,8 @@ demo: setup  ## the xembed_full Airflow DAG on a generated sample (cpu-e5), resu
 	$(AIRFLOW) dags test xembed_full --conf '$(DEMO_CONF)'
 	@$(PY) -m evaluation.report --lake $(LAKE) --summary --compare sft-demo,xembed-demo \
 	    --runs bm25-demo,base-demo,stage1-demo,sft-demo,xembed-demo,hybrid-demo \
-	    --recipes "$(DEMO_RECIPE_RUNS)" --base base-demo --out $(LAKE)/reports/eval-demo
+	    --recipes "$(DEMO_RECIPE_RUNS)" --base base-demo --out $(LAKE)/reports/eval-demo \
+	    --phage "$(DEMO_PHAGE_RUNS)" --phage-base $(DEMO_PHAGE_BASE_RUN)
 	@echo "data docs: $(LAKE)/reports/dq-demo/index.html"
 	@echo "query:     $(PY) -m spark_jobs.sql --lake $(LAKE) -e 'SELECT * FROM eval_metrics LIMIT 10'"
 

@@ -8,7 +8,10 @@ X-Embedding, and the hybrid of BM25 and X-Embedding; each runs the tasks in
 restricts the training data to some IPC sections and splits the metrics IN / OUT of them.
 `params.recipes` adds one Stage I-style training per listed recipe (`r3`, `r4`, `qaecter`,
 `xembed`; `params.controls` adds matched-volume controls such as `r4-matched-r3`),
-each evaluated like the rest and compared in the report's recipe table. Data-quality gates (Great Expectations) after every data stage stop
+each evaluated like the rest and compared in the report's recipe table. `params.phage` adds
+PHAGE (README "PHAGE"): the claim graph (`silver/claim_graph`, its gate), PHAGE training and
+its no-graph control from a BERT-style base (`params.phage_base_model`, default the
+profile's), both evaluated and compared with that base in the report. Data-quality gates (Great Expectations) after every data stage stop
 everything downstream on a critical failure; they are never retried. Other tasks retry
 once (infrastructure hiccups). XCom carries run ids, paths and Delta versions only.
 
@@ -58,13 +61,26 @@ RECIPE_LABELS = (
 )
 
 
+# PHAGE's tasks do their work only when params.phage is true (else they say so and succeed)
+PHAGE_ON = "{% if params.phage %}set -euo pipefail; "
+PHAGE_OFF = "{% else %}echo 'params.phage is false: nothing to do'{% endif %}"
+PHAGE_BASE = (
+    "{{ params.phage_base_model or params.base_model or "
+    + repr(PROFILE_MODELS)
+    + "[params.profile] }}"
+)
+# the evaluation run PHAGE is compared with: the DAG's base run unless PHAGE has its own base
+PHAGE_BASE_RUN = "{{ 'phage-base' if params.phage_base_model else 'base' }}-" + TAG
+PHAGE_MODELS = ("phage", "phage-nograph")
+
+
 def dq(tables: str) -> str:
     return f"python -m expectations.run --lake {LAKE} --tables {tables} --run-id dq-{TAG}"
 
 
-def train(stage: str, data: str, out: str, extra: str = "") -> str:
+def train(stage: str, data: str, out: str, extra: str = "", base: str = BASE) -> str:
     return (
-        f"python -m trainer.train {PROFILE} --model_name_or_path {BASE} --stage {stage} "
+        f"python -m trainer.train {PROFILE} --model_name_or_path {base} --stage {stage} "
         f"--train_data {SHARDS}/{data} --output_dir {MODELS}/{out} --lake {LAKE} "
         f"--model_id {out}-{TAG} {STEPS} --disable_tqdm true {extra}"
     )
@@ -75,6 +91,12 @@ def encode(kind: str) -> str:
         f"python -m evaluation.encode --model {BASE} --retrieval {RETRIEVAL} --kind {kind} --lake {LAKE} "
         f"--encoder-name miner-{TAG} --max-length {{{{ params.eval_max_length }}}}"
     )
+
+
+def significance(a: str, b: str) -> str:
+    """Paired randomization tests of run b against run a: nDCG@10 and Hit@100."""
+    test = f"python -m evaluation.significance --lake {LAKE} --a {a} --b {b} --permutations 2000"
+    return f"{test} --metric ndcg >&2 && {test} --metric hit --k 100 >&2"
 
 
 def evaluate(model: str, name: str) -> str:
@@ -162,6 +184,18 @@ def evaluate(model: str, name: str) -> str:
             description="matched-volume controls to train beside the recipes, as "
             "<recipe>-matched-<other> (e.g. r4-matched-r3: r4's signals at r3's pair count; "
             "<other> must be built first, e.g. listed in recipes)",
+        ),
+        "phage": Param(
+            False,
+            type="boolean",
+            description="also build the claim graph, train PHAGE and its no-graph control, "
+            "evaluate both against their base (README 'PHAGE')",
+        ),
+        "phage_base_model": Param(
+            "",
+            type="string",
+            description="PHAGE's base: a BERT-style encoder (builtin:me5-small, builtin:minilm, a "
+            "path); empty: the profile's, which for cpu-small (a decoder) PHAGE refuses",
         ),
         "run_tag": Param(
             "", type="string", description="suffix of run ids; empty: the logical date"
@@ -327,24 +361,56 @@ def xembed_full():
 
     @task.bash
     def eval_recipes() -> str:
-        significance = (
-            f"python -m evaluation.significance --lake {LAKE} --a base-{TAG} --b recipe-$r-{TAG} "
-            "--permutations 2000"
-        )
         return (
             f"{RECIPE_LABELS} for r in $labels; do {evaluate(f'{MODELS}/recipe-$r', 'recipe-$r')}; "
-            f"{significance} --metric ndcg >&2; {significance} --metric hit --k 100 >&2; done"
+            f"{significance(f'base-{TAG}', f'recipe-$r-{TAG}')}; done"
+        )
+
+    @task.bash
+    def claim_graph() -> str:
+        return f"{PHAGE_ON}{SUBMIT}/claim_graph.py --lake {LAKE}{PHAGE_OFF}"
+
+    @task.bash(**NO_RETRY)
+    def dq_claim_graph() -> str:
+        return f"{PHAGE_ON}{dq('silver/claim_graph')}{PHAGE_OFF}"
+
+    @task.bash
+    def export_phage() -> str:
+        return (
+            f"{PHAGE_ON}{SUBMIT}/export_training.py --lake {LAKE} --dataset phage --format parquet "
+            f"--out {SHARDS}/phage {LANDSCAPE}{PHAGE_OFF}"
+        )
+
+    @task.bash
+    def train_phage() -> str:
+        # the same data, steps and objective; the control drops the graph from attention
+        phage = train("phage", "phage", "phage", base=PHAGE_BASE)
+        control = train("phage", "phage", "phage-nograph", "--graph_attention false", PHAGE_BASE)
+        return f"{PHAGE_ON}{phage} && {control}{PHAGE_OFF}"
+
+    @task.bash
+    def eval_phage() -> str:
+        own_base = evaluate(PHAGE_BASE, "phage-base")
+        each = " && ".join(
+            f"{evaluate(f'{MODELS}/{m}', m)} && {significance(PHAGE_BASE_RUN, f'{m}-{TAG}')}"
+            for m in PHAGE_MODELS
+        )
+        return (
+            f"{PHAGE_ON}{{% if params.phage_base_model %}}{own_base} && {{% endif %}}{each} && "
+            f"{significance(f'phage-nograph-{TAG}', f'phage-{TAG}')}{PHAGE_OFF}"
         )
 
     @task.bash
     def report() -> str:
         runs = ",".join(f"{n}-{TAG}" for n in ("bm25", "base", "stage1", "sft", "xembed", "hybrid"))
         recipe_runs = f'$(for r in $labels; do printf "recipe-%s-{TAG}," "$r"; done)'
+        phage_runs = ",".join(f"{m}-{TAG}" for m in PHAGE_MODELS)
         return (
             f"{RECIPE_LABELS}"
             f"python -m evaluation.significance --lake {LAKE} --a sft-{TAG} --b xembed-{TAG} --permutations 2000 >&2"
             f" && python -m evaluation.report --lake {LAKE} --runs {runs} --compare sft-{TAG},xembed-{TAG}"
             f' --recipes "{recipe_runs}" --base base-{TAG} --out {LAKE}/reports/eval-{TAG}'
+            f' --phage "{{% if params.phage %}}{phage_runs}{{% endif %}}" --phage-base {PHAGE_BASE_RUN}'
         )
 
     silver = dq_silver()
@@ -386,7 +452,10 @@ def xembed_full():
     pairs_ok >> build_recipes() >> dq_recipes() >> export_recipes() >> recipe_models
     recipe_evals = eval_recipes()
     [recipe_models, evals["base"]] >> recipe_evals
-    [*evals.values(), recipe_evals] >> report()
+    phage_evals = eval_phage()
+    silver >> claim_graph() >> dq_claim_graph() >> export_phage() >> train_phage() >> phage_evals
+    evals["base"] >> phage_evals
+    [*evals.values(), recipe_evals, phage_evals] >> report()
 
 
 xembed_full()

@@ -7,7 +7,8 @@ the eval Delta tables.
 Writes report.md, report.html, fig2_language_view_differences.png, fig3_macro_hit_at_k.png,
 and, when the runs hold them, sections on query types (fig4_query_types.png, a heat map),
 strata, InScope, classification and clustering, and in- vs out-of-landscape retrieval
-(fig5_landscape.png), and with ``--recipes ... --base RUN`` the training-recipe table. Every number comes from eval/metrics, eval/per_query and
+(fig5_landscape.png), with ``--recipes ... --base RUN`` the training-recipe table, and with
+``--phage PHAGE,CONTROL --phage-base RUN`` the PHAGE table. Every number comes from eval/metrics, eval/per_query and
 eval/significance; the definitions that are ours are in README "Evaluation tasks".
 """
 
@@ -278,6 +279,37 @@ def recipe_table(
     return pd.DataFrame(out)
 
 
+def phage_sections(
+    metrics: pd.DataFrame, significance: pd.DataFrame, runs: list[str], base: str, dim: int
+) -> list[tuple[str, str]]:
+    """PHAGE (``runs``: the graph-attention model, then its no-graph control) against the base
+    it was trained from: the recipe table's columns, then the paired tests of PHAGE against
+    the control (the graph's own effect)."""
+    missing = [r for r in [base, *runs] if r not in set(metrics.run_id)]
+    if missing:
+        raise ValueError(f"eval/metrics has no rows for PHAGE run(s) {missing}")
+    out = [
+        (
+            f"PHAGE: claim-graph attention vs the same objective without it (%, {dim} dimensions; "
+            f"p: paired randomization test against {base})",
+            _fmt(recipe_table(metrics, significance, runs, base, dim)),
+        )
+    ]
+    graph, control = runs[0], runs[-1]
+    if not significance.empty and graph != control:
+        tests = significance[
+            (significance.run_a == control)
+            & (significance.run_b == graph)
+            & (significance.dim == dim)
+            & (significance.lang == "ALL")
+            & (significance.view == "ALL")
+        ]
+        if not tests.empty:
+            shown = tests[["metric", "k", "value_a", "value_b", "diff", "p_value", "n_queries"]]
+            out.append((f"PHAGE paired tests, A = {control}, B = {graph}", _fmt(shown, False)))
+    return out
+
+
 def run_dim(metrics: pd.DataFrame, run: str, dim: int) -> int:
     dims = set(metrics[metrics.run_id == run].dim)
     if dim in dims:
@@ -414,6 +446,8 @@ def build(
     compare: tuple[str, str] | None = None,
     recipes: list[str] | None = None,
     base: str | None = None,
+    phage: list[str] | None = None,
+    phage_base: str | None = None,
 ) -> Path:
     every, per_query = load(lake, "eval/metrics"), load(lake, "eval/per_query")
     metrics = paper_rows(every)
@@ -474,6 +508,8 @@ def build(
                 _fmt(recipe),
             ),
         )
+    if phage:
+        more_sections[:0] = phage_sections(every, significance, phage, phage_base or base, dim)
     sections += more_sections
     figures += more_figures
     md = ["# xembed evaluation report", "", f"Runs: {', '.join(runs)}", ""]
@@ -557,6 +593,16 @@ def main(argv: list[str] | None = None) -> int:
         "--base", default=None, help="the base model's run id: the recipe table's reference"
     )
     parser.add_argument(
+        "--phage",
+        default="",
+        help="comma-separated run ids of the PHAGE model and its no-graph control: the PHAGE table",
+    )
+    parser.add_argument(
+        "--phage-base",
+        default=None,
+        help="the run id of PHAGE's base model (default: --base)",
+    )
+    parser.add_argument(
         "--summary",
         action="store_true",
         help="print the overall / per-language macro Hit@100 of every run (Table 2)",
@@ -568,7 +614,20 @@ def main(argv: list[str] | None = None) -> int:
     recipes = [r for r in args.recipes.split(",") if r]
     if recipes and not args.base:
         parser.error("--recipes needs --base (the base model's run id)")
-    path = build(args.lake, runs, Path(args.out), args.dim, compare, recipes, args.base)
+    phage = [r for r in args.phage.split(",") if r]
+    if phage and not (args.phage_base or args.base):
+        parser.error("--phage needs --phage-base or --base (the base model's run id)")
+    path = build(
+        args.lake,
+        runs,
+        Path(args.out),
+        args.dim,
+        compare,
+        recipes,
+        args.base,
+        phage,
+        args.phage_base,
+    )
     if not args.summary:
         print(path)
         return 0

@@ -4,8 +4,12 @@ The rows are audited for test-family leakage before any shard is written (the jo
 and writes nothing on a leak); the manifest records the passed audit, and the trainer
 refuses shards whose manifest lacks it.
 
-    spark-submit spark_jobs/export_training.py --lake data/lake --dataset stage1|stage2|stage2_validation \
+    spark-submit spark_jobs/export_training.py --lake data/lake --dataset stage1|stage2|stage2_validation|phage \
         --format parquet|swift_jsonl --out DIR [--recipe NAME] [--rows-per-shard N] [--max-chars N]
+
+``phage`` (Parquet only): one row per training-pool patent and claim language with its claims,
+its ``silver/claim_graph`` edges and its IPC subclasses (``trainer.train --stage phage``);
+``--landscape`` restricts it to some IPC sections, as build_pairs does for the pairs.
 """
 
 from __future__ import annotations
@@ -15,11 +19,12 @@ import sys
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from lake import JobRun, build_session, job_arguments, positive_int
+from lake import JobRun, add_landscape_argument, build_session, job_arguments, positive_int
 from lake.cli import run_job
 from schemas import defaults
 from spark_jobs.lib import export as export_rules
-from spark_jobs.lib.leakage import audit_no_leakage
+from spark_jobs.lib.landscape import restrict
+from spark_jobs.lib.leakage import audit_no_leakage, training_views
 
 _STAGE2_KEYS = ("query_id", "query_view", "positive_id")
 DATASETS = {
@@ -30,6 +35,7 @@ DATASETS = {
     ),
     "stage2": ("gold/stage2_examples", _STAGE2_KEYS),
     "stage2_validation": ("gold/stage2_validation", _STAGE2_KEYS),
+    "phage": ("silver/claims", ("publication_number", "lang")),
 }
 _STAGE2_AUDIT = {
     "id_columns": ("query_id", "positive_id"),
@@ -43,6 +49,7 @@ AUDITED_COLUMNS = {  # dataset -> the columns of its rows that name patents and 
     },
     "stage2": _STAGE2_AUDIT,
     "stage2_validation": _STAGE2_AUDIT,
+    "phage": {"id_columns": ("publication_number",), "family_columns": ("family_id",)},
 }
 
 
@@ -58,11 +65,14 @@ def run(
     run_id: str | None = None,
     args: dict | None = None,
     recipe: str = "xembed",
+    landscape: tuple[str, ...] = (),
 ) -> dict:
     """Write the shards and _manifest.json under ``out``; returns the manifest."""
     if dataset not in DATASETS:
         raise ValueError(f"--dataset must be one of {sorted(DATASETS)}, got {dataset!r}")
     table, keys = DATASETS[dataset]
+    if dataset == "phage" and fmt != "parquet":
+        raise ValueError("--dataset phage is written as Parquet only (--format parquet)")
     args = args or {
         "dataset": dataset,
         "format": fmt,
@@ -71,6 +81,7 @@ def run(
         "max_chars": max_chars,
         "seed": seed,
         "recipe": recipe,
+        "landscape": landscape,
     }
     with JobRun(spark, lake, "export_training", args, run_id) as job:
         if dataset == "stage1":
@@ -81,6 +92,18 @@ def run(
                     f"build_pairs.py --recipe {defaults.base_recipe(recipe)} first"
                 )
             rows = export_rules.stage1_rows(pairs, job.read("silver/views"), max_chars)
+        elif dataset == "phage":
+            pool = training_views(job.read(table), job.read("silver/excluded_families"))
+            pool = restrict(pool, job.read("silver/patents"), landscape)
+            rows = export_rules.phage_rows(
+                pool, job.read("silver/claim_graph"), job.read("silver/patents"), max_chars
+            )
+            if rows.isEmpty():
+                raise ValueError(
+                    "no training-pool patent has claims in silver/claims"
+                    + (f" inside the landscape {','.join(landscape)}" if landscape else "")
+                    + "; nothing to export for PHAGE"
+                )
         else:
             rows = export_rules.stage2_rows(
                 job.read(table), job.read("silver/views"), job.read("silver/patents"), max_chars
@@ -94,7 +117,11 @@ def run(
         manifest = {
             "dataset": dataset,
             # the pair set (a recipe or its matched control) the trainer's config section follows
-            "recipe": recipe if dataset == "stage1" else "xembed",
+            "recipe": recipe
+            if dataset == "stage1"
+            else dataset
+            if dataset == "phage"
+            else "xembed",
             "format": fmt,
             "rows": sum(counts.values()),
             "shards": [{"file": s["file"], "rows": counts.get(s["file"], 0)} for s in shards],
@@ -138,6 +165,7 @@ def main(argv: list[str] | None = None) -> int:
         help="stage1: the pair set to export (a recipe, or <recipe>-matched-<recipe>)",
     )
     parser.add_argument("--seed", type=int, default=13)
+    add_landscape_argument(parser, "--dataset phage only: patents of these sections")
     args = parser.parse_args(argv)
     spark = build_session("xembed-export-training", args.master)
     run(
@@ -152,6 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         args.run_id,
         vars(args),
         args.recipe,
+        args.landscape,
     )
     return 0
 

@@ -80,7 +80,13 @@ def test_dag_wires_the_stages_in_order(dag):
         "eval_xembed",
         "eval_hybrid",
         "eval_recipes",
+        "eval_phage",
     }
+    assert upstream(dag, "claim_graph") == {"dq_silver"}
+    assert upstream(dag, "dq_claim_graph") == {"claim_graph"}
+    assert upstream(dag, "export_phage") == {"dq_claim_graph"}
+    assert upstream(dag, "train_phage") == {"export_phage"}
+    assert upstream(dag, "eval_phage") == {"train_phage", "eval_base"}
     assert upstream(dag, "build_recipes") == {"dq_pairs"}
     assert upstream(dag, "dq_recipes") == {"build_recipes"}
     assert upstream(dag, "export_recipes") == {"dq_recipes"}
@@ -110,6 +116,7 @@ def test_dag_wires_the_stages_in_order(dag):
     assert (
         dag.params["recipes"] == [] and dag.params["controls"] == []
     )  # the paper's DAG by default
+    assert dag.params["phage"] is False and dag.params["phage_base_model"] == ""
 
 
 def _run_id(output: str) -> str:
@@ -139,6 +146,8 @@ def test_airflow_dags_test_runs_the_whole_pipeline(tmp_path):
         "query_types": "ABS,TAC,TITLE,SUMMARY",
         "recipes": ["r3", "r4", "qaecter"],
         "controls": ["r4-matched-r3"],
+        "phage": True,
+        "phage_base_model": "builtin:minilm",  # PHAGE needs a BERT-style base, not cpu-small's
         "run_tag": "ci",
     }
     done = airflow(home, "dags", "test", "xembed_full", "--conf", json.dumps(conf))
@@ -148,7 +157,11 @@ def test_airflow_dags_test_runs_the_whole_pipeline(tmp_path):
     metrics = DeltaTable(str(tmp_path / "lake" / "eval" / "metrics")).to_pandas()
     names = ("bm25", "base", "stage1", "sft", "xembed", "hybrid")
     recipes = ("recipe-r3", "recipe-r4", "recipe-qaecter", "recipe-r4-matched-r3")
-    assert set(metrics.run_id) == {f"{n}-ci" for n in (*names, *recipes)}
+    phage = ("phage-base", "phage", "phage-nograph")
+    assert set(metrics.run_id) == {f"{n}-ci" for n in (*names, *recipes, *phage)}
+    assert set(metrics[metrics.run_id == "phage-ci"].task) == set(
+        metrics[metrics.run_id == "base-ci"].task
+    )
     assert set(metrics[metrics.run_id == "base-ci"].task) == {
         "retrieval",
         "inscope",
@@ -166,18 +179,23 @@ def test_airflow_dags_test_runs_the_whole_pipeline(tmp_path):
         "xembed-ci",
         "sft-ci",
         *(f"{r}-ci" for r in recipes),
+        "phage-ci",
+        "phage-nograph-ci",
     }
     pairs = DeltaTable(str(tmp_path / "lake" / "gold" / "stage1_pairs")).to_pandas()
     volume = pairs.recipe.value_counts()
     assert volume["r4-matched-r3"] == volume["r3"] < volume["r4"]
     significance = DeltaTable(str(tmp_path / "lake" / "eval" / "significance")).to_pandas()
-    assert {("base-ci", f"{r}-ci") for r in recipes} <= set(
-        zip(significance.run_a, significance.run_b, strict=True)
-    )
+    tested = set(zip(significance.run_a, significance.run_b, strict=True))
+    assert {("base-ci", f"{r}-ci") for r in recipes} <= tested
+    assert {("phage-base-ci", "phage-ci"), ("phage-nograph-ci", "phage-ci")} <= tested
     assert registry.set_index("model_id").parent_model["xembed-ci"].endswith("models/stage1")
     report = (tmp_path / "lake" / "reports" / "eval-ci" / "report.md").read_text()
     assert "Query types" in report and "In- vs out-of-landscape" in report
     assert "Training recipes" in report and "recipe-r4-matched-r3" in report
+    assert "PHAGE: claim-graph attention" in report and "phage-nograph" in report
+    graph = DeltaTable(str(tmp_path / "lake" / "silver" / "claim_graph")).to_pandas()
+    assert set(graph.relation) == {"legal", "technical"}
     assert (tmp_path / "lake" / "reports" / "dq-ci" / "index.html").exists()
 
 

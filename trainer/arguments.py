@@ -8,7 +8,8 @@ Values on the command line override those of the config file. A config section n
 Stage II and the SFT control with other settings than Stage I); for --stage stage1, the
 section ``recipes: {<recipe>: {...}}`` of the shards' recipe (``--recipe``, else the
 manifest's; a matched control ``r4-matched-r3`` takes ``r4``'s) overrides them, e.g.
-``qaecter`` trains without query instructions.
+``qaecter`` trains without query instructions. The section ``phage`` overrides them for
+--stage phage (claim-graph-guided training of a BERT-style encoder, trainer/phage.py).
 """
 
 # No `from __future__ import annotations`: HfArgumentParser reads the real type objects.
@@ -22,7 +23,7 @@ from transformers import HfArgumentParser, TrainingArguments
 
 from schemas import defaults
 
-STAGES = ("stage1", "stage2", "sft")
+STAGES = ("stage1", "stage2", "sft", "phage")
 
 
 @dataclass
@@ -98,7 +99,8 @@ class XembedTrainingArguments(TrainingArguments):
         default="stage1",
         metadata={
             "help": "stage1: pairs from the base model; stage2: triplets from --init_model (Stage I "
-            "output) with a fresh LoRA; sft: Stage II settings from the base model"
+            "output) with a fresh LoRA; sft: Stage II settings from the base model; phage: "
+            "claim-graph-guided training (export_training --dataset phage) from the base model"
         },
     )
     init_model: str | None = field(default=None, metadata={"help": "Stage I output (stage2 only)"})
@@ -112,6 +114,19 @@ class XembedTrainingArguments(TrainingArguments):
     )
     matryoshka_weights: str = field(
         default="0.6,0.4", metadata={"help": "loss weight per Matryoshka dim"}
+    )
+    taxonomy_weight: float = field(
+        default=1.0, metadata={"help": "phage: weight of the inter-patent IPC-subclass contrast"}
+    )
+    topology_weight: float = field(
+        default=0.5, metadata={"help": "phage: weight of the intra-patent claim-graph contrast"}
+    )
+    graph_attention: bool = field(
+        default=True,
+        metadata={
+            "help": "phage: the claim graph's connectivity mask and learnable relation biases in "
+            "attention (False: the same objective under plain attention, the no-graph control)"
+        },
     )
     lake: str | None = field(
         default=None, metadata={"help": "lake root for the models/registry Delta table"}
@@ -143,6 +158,8 @@ class XembedTrainingArguments(TrainingArguments):
 SUPERVISED_KEY = "supervised"
 # Config section of per-recipe settings applied to --stage stage1.
 RECIPES_KEY = "recipes"
+# Config section applied to --stage phage.
+PHAGE_KEY = "phage"
 
 
 def _read_config(path: str) -> dict:
@@ -154,6 +171,7 @@ def _config_to_argv(values: dict, stage: str, recipe: str | None = None) -> list
     values = dict(values)
     overrides = values.pop(SUPERVISED_KEY, None) or {}
     by_recipe = values.pop(RECIPES_KEY, None) or {}
+    phage = values.pop(PHAGE_KEY, None) or {}
     unknown = sorted(set(by_recipe) - set(defaults.RECIPES))
     if unknown:
         raise ValueError(
@@ -162,6 +180,8 @@ def _config_to_argv(values: dict, stage: str, recipe: str | None = None) -> list
         )
     if stage in ("stage2", "sft"):
         values = {**values, **overrides}
+    elif stage == "phage":
+        values = {**values, **phage}
     elif recipe:
         values = {**values, **(by_recipe.get(defaults.base_recipe(recipe)) or {})}
     argv = []

@@ -54,18 +54,32 @@ def _cut(text: str, max_chars: int | None) -> str:
     return text[:max_chars] if max_chars else text
 
 
-def _columns(schema_names: list[str]) -> list[str]:
-    wanted = [
-        "anchor_text",
-        "anchor_lang",
-        "query_text",
-        "query_lang",
-        "positive_text",
-        "negative_texts",
-        "family_id",
-        "families",
-    ]
-    return [c for c in wanted if c in schema_names]
+_COLUMNS = [
+    "anchor_text",
+    "anchor_lang",
+    "query_text",
+    "query_lang",
+    "positive_text",
+    "negative_texts",
+    "family_id",
+    "families",
+]
+
+
+def shard_rows(
+    folder: str, columns: list[str], shard_order_seed: int | None = None
+) -> Iterator[dict]:
+    """Rows (the ``columns`` a shard has) of every shard in the manifest, shard by shard
+    (shard order shuffled when a seed is given)."""
+    manifest = read_manifest(folder)
+    shards = [s["file"] for s in manifest["shards"]]
+    if shard_order_seed is not None:
+        random.Random(shard_order_seed).shuffle(shards)
+    for name in shards:
+        file = pq.ParquetFile(Path(folder) / name)
+        names = file.schema_arrow.names
+        for batch in file.iter_batches(batch_size=2048, columns=[c for c in columns if c in names]):
+            yield from batch.to_pylist()
 
 
 def read_examples(
@@ -75,28 +89,19 @@ def read_examples(
     families_only: bool = False,
 ) -> Iterator[Example]:
     """Examples of every shard in the manifest (shard order shuffled when a seed is given)."""
-    manifest = read_manifest(folder)
-    shards = [s["file"] for s in manifest["shards"]]
-    if shard_order_seed is not None:
-        random.Random(shard_order_seed).shuffle(shards)
-    for name in shards:
-        file = pq.ParquetFile(Path(folder) / name)
-        names = file.schema_arrow.names
-        columns = ["family_id", "families"] if families_only else _columns(names)
-        columns = [c for c in columns if c in names]
-        for batch in file.iter_batches(batch_size=2048, columns=columns):
-            for row in batch.to_pylist():
-                families = frozenset(row.get("families") or [row["family_id"]])
-                if families_only:
-                    yield Example("", None, "", (), families)
-                    continue
-                yield Example(
-                    query=_cut(row.get("query_text") or row["anchor_text"], max_chars),
-                    query_lang=row.get("query_lang") or row.get("anchor_lang"),
-                    positive=_cut(row["positive_text"], max_chars),
-                    negatives=tuple(_cut(t, max_chars) for t in (row.get("negative_texts") or ())),
-                    families=families,
-                )
+    columns = ["family_id", "families"] if families_only else _COLUMNS
+    for row in shard_rows(folder, columns, shard_order_seed):
+        families = frozenset(row.get("families") or [row["family_id"]])
+        if families_only:
+            yield Example("", None, "", (), families)
+            continue
+        yield Example(
+            query=_cut(row.get("query_text") or row["anchor_text"], max_chars),
+            query_lang=row.get("query_lang") or row.get("anchor_lang"),
+            positive=_cut(row["positive_text"], max_chars),
+            negatives=tuple(_cut(t, max_chars) for t in (row.get("negative_texts") or ())),
+            families=families,
+        )
 
 
 def family_disjoint_batches(
@@ -145,7 +150,12 @@ def holdout_bucket(families: frozenset[str], n_buckets: int, seed: int) -> bool:
 
 
 class BatchStream(IterableDataset):
-    """Family-disjoint training batches streamed from shards; ``set_epoch`` reshuffles shard order."""
+    """Family-disjoint training batches streamed from shards; ``set_epoch`` reshuffles shard order.
+
+    ``reader`` turns shards into examples (:func:`read_examples`; PHAGE's stream reads claim
+    graphs) and :meth:`order` may reorder them before batching."""
+
+    reader = staticmethod(read_examples)
 
     def __init__(
         self,
@@ -168,12 +178,16 @@ class BatchStream(IterableDataset):
         self.epoch = epoch
 
     def _examples(self, families_only: bool = False) -> Iterator[Example]:
-        stream = read_examples(self.folder, self.max_chars, self.seed + self.epoch, families_only)
+        stream = self.reader(self.folder, self.max_chars, self.seed + self.epoch, families_only)
         if self.exclude_bucket:
             stream = (
                 e for e in stream if not holdout_bucket(e.families, self.exclude_bucket, self.seed)
             )
-        return stream
+        return self.order(stream)
+
+    def order(self, examples: Iterator) -> Iterator:
+        """The examples in batching order (here: as read)."""
+        return examples
 
     def __iter__(self) -> Iterator[list[Example]]:
         return family_disjoint_batches(self._examples(), self.batch_size, self.buffer_size)
@@ -218,12 +232,18 @@ class RankSlice(IterableDataset):
     def __iter__(self) -> Iterator[list[Example]]:
         share = self.stream.batch_size // self.world
         for batch in self.stream:
-            negatives_per_example(batch, "one global batch")  # ranks must gather equal shapes
+            if isinstance(batch[0], Example):  # ranks must gather equal shapes
+                negatives_per_example(batch, "one global batch")
             yield batch[self.rank * share : (self.rank + 1) * share]
 
 
 def validation_examples(
-    train_folder: str, validation_folder: str | None, size: int, seed: int, max_chars: int | None
+    train_folder: str,
+    validation_folder: str | None,
+    size: int,
+    seed: int,
+    max_chars: int | None,
+    reader=read_examples,
 ) -> tuple[list[Example], int | None]:
     """(validation examples, n_buckets to exclude from training or None).
 
@@ -234,11 +254,11 @@ def validation_examples(
     if size <= 0:
         return [], None
     if validation_folder:
-        examples = read_examples(validation_folder, max_chars)
+        examples = reader(validation_folder, max_chars)
         return list(islice(examples, size)), None
     rows = read_manifest(train_folder)["rows"]
     # Bucket 0 should hold ~1.5x `size` families; rows per family estimated on a prefix.
-    prefix = [e.families for e in islice(read_examples(train_folder, families_only=True), 200_000)]
+    prefix = [e.families for e in islice(reader(train_folder, families_only=True), 200_000)]
     rows_per_family = len(prefix) / max(1, len(set(prefix)))
     n_buckets = max(2, int(rows / (1.5 * size * rows_per_family)))
     seen: set[frozenset[str]] = set()
@@ -252,8 +272,6 @@ def validation_examples(
                 yield example
 
     held = one_per_family(
-        e
-        for e in read_examples(train_folder, max_chars)
-        if holdout_bucket(e.families, n_buckets, seed)
+        e for e in reader(train_folder, max_chars) if holdout_bucket(e.families, n_buckets, seed)
     )
     return list(islice(held, size)), n_buckets

@@ -150,21 +150,34 @@ class PhageEncoder(nn.Module):
         encoder: Encoder,
         relations: Sequence[str] = CLAIM_RELATIONS,
         connectivity: bool = True,
+        graph: bool = True,
     ):
+        """``graph=False``: the no-graph control, plain attention (no mask, no relation bias:
+        the biases stay zero and frozen) under the same inputs and objective."""
         super().__init__()
         config = encoder.base_model.config
         if getattr(config, "model_type", None) not in BERT_STYLE:
             raise ValueError(
                 f"PHAGE graph attention needs a BERT-style encoder ({', '.join(BERT_STYLE)}); "
-                f"got model_type {getattr(config, 'model_type', None)!r}"
+                f"got model_type {getattr(config, 'model_type', None)!r} (the DAG: set "
+                "params.phage_base_model, e.g. builtin:me5-small)"
             )
         self.encoder = encoder
         self.relations = tuple(relations)
         self.connectivity = connectivity
-        self.relation_bias = nn.Parameter(torch.zeros(len(relations), config.num_attention_heads))
+        self.graph = graph
+        self.relation_bias = nn.Parameter(
+            torch.zeros(len(relations), config.num_attention_heads), requires_grad=graph
+        )
         self._plain_attention = config._attn_implementation
         _register()
         encoder.base_model.set_attn_implementation(ATTENTION)
+
+    def gradient_checkpointing_enable(self, **kwargs) -> None:
+        raise ValueError(
+            "PHAGE: the claim-graph bias exists only during the forward pass, so gradient "
+            "checkpointing would recompute attention without it; set gradient_checkpointing false"
+        )
 
     def batch(self, graphs: Sequence[ClaimGraph]) -> dict:
         """Padded ids, mask and claim indices of a batch of patents (passage prompt first)."""
@@ -194,12 +207,16 @@ class PhageEncoder(nn.Module):
         edges: Sequence[Sequence[tuple[int, int, str]]],
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """(patent embeddings (B, D), token hidden states (B, L, D)) under the graph bias."""
-        bias = torch.stack(
-            [
-                graph_bias(owners, row_edges, self.relation_bias, self.relations, self.connectivity)
-                for owners, row_edges in zip(claim_of_token, edges, strict=True)
-            ]
-        )
+        bias = None
+        if self.graph:
+            bias = torch.stack(
+                [
+                    graph_bias(
+                        owners, row_edges, self.relation_bias, self.relations, self.connectivity
+                    )
+                    for owners, row_edges in zip(claim_of_token, edges, strict=True)
+                ]
+            )
         token = _BIAS.set(bias)
         try:
             hidden = self.encoder.backbone(
@@ -285,6 +302,45 @@ def topology_loss(
     return torch.stack(losses).mean()
 
 
+class PhageLoss:
+    """:func:`phage_loss` with the taxonomy contrast at every Matryoshka dimension (the
+    patent embedding cut to ``dim`` and re-normalised; ``None``: the full embedding),
+    weighted like Stage I's loss; the topology contrast on the full claim embeddings."""
+
+    def __init__(
+        self,
+        taxonomy_weight: float = 1.0,
+        topology_weight: float = 0.5,
+        temperature: float = 0.05,
+        dims: Sequence[int | None] = (None,),
+        weights: Sequence[float] = (1.0,),
+    ):
+        if len(dims) != len(weights):
+            raise ValueError(f"{len(dims)} Matryoshka dims but {len(weights)} weights")
+        self.taxonomy_weight, self.topology_weight = taxonomy_weight, topology_weight
+        self.temperature = temperature
+        self.dims, self.weights = tuple(dims), tuple(weights)
+
+    def __call__(
+        self,
+        embeddings: torch.Tensor,
+        hidden: torch.Tensor,
+        claim_of_token: torch.Tensor,
+        subclasses: Sequence[Sequence[str]],
+        edges: Sequence[Sequence[tuple[int, int, str]]],
+    ) -> tuple[torch.Tensor, dict[str, float]]:
+        taxonomy = sum(
+            weight
+            * taxonomy_loss(
+                functional.normalize(embeddings[:, :dim], dim=-1), subclasses, self.temperature
+            )
+            for dim, weight in zip(self.dims, self.weights, strict=True)
+        )
+        topology = topology_loss(claim_embeddings(hidden, claim_of_token), edges, self.temperature)
+        total = self.taxonomy_weight * taxonomy + self.topology_weight * topology
+        return total, {"taxonomy": float(taxonomy.detach()), "topology": float(topology.detach())}
+
+
 def phage_loss(
     embeddings: torch.Tensor,
     hidden: torch.Tensor,
@@ -295,8 +351,6 @@ def phage_loss(
     topology_weight: float = 0.5,
     temperature: float = 0.05,
 ) -> tuple[torch.Tensor, dict[str, float]]:
-    """The dual-granularity objective and its two parts (for logging)."""
-    taxonomy = taxonomy_loss(embeddings, subclasses, temperature)
-    topology = topology_loss(claim_embeddings(hidden, claim_of_token), edges, temperature)
-    total = taxonomy_weight * taxonomy + topology_weight * topology
-    return total, {"taxonomy": float(taxonomy.detach()), "topology": float(topology.detach())}
+    """The dual-granularity objective on the full embedding and its two parts (for logging)."""
+    loss = PhageLoss(taxonomy_weight, topology_weight, temperature)
+    return loss(embeddings, hidden, claim_of_token, subclasses, edges)

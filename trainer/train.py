@@ -1,9 +1,12 @@
-"""Train an xembed encoder: Stage I (pairs), Stage II (triplets, from Stage I) or the SFT control.
+"""Train an xembed encoder: Stage I (pairs), Stage II (triplets, from Stage I), the SFT control,
+or PHAGE (claim-graph-guided, from the base model; BERT-style encoders only).
 
     python -m trainer.train configs/cpu-small.yaml --stage stage1 --train_data shards/stage1 --output_dir models/s1
     python -m trainer.train configs/paper.yaml --model_name_or_path /models/Qwen3-Embedding-0.6B \\
         --stage stage2 --init_model models/s1 --train_data shards/stage2 --output_dir models/x
     torchrun --nproc-per-node 8 -m trainer.train configs/paper.yaml ...
+    python -m trainer.train configs/cpu-e5.yaml --stage phage --train_data shards/phage \
+        --output_dir models/phage [--graph_attention false]
 
 The best checkpoint (lowest validation loss) is exported to output_dir as a merged model
 (+ ``adapter/`` when LoRA is used) that SentenceTransformer and AutoModel both load.
@@ -23,12 +26,15 @@ from transformers import set_seed
 from transformers.trainer_utils import get_last_checkpoint
 
 from trainer.arguments import parse
-from trainer.data import BatchStream, read_manifest, validation_examples
+from trainer.data import BatchStream, read_examples, read_manifest, validation_examples
 from trainer.encoder import Encoder, EncoderConfig
 from trainer.loss import InfoNCELoss, MatryoshkaLoss
 from trainer.models import resolve
+from trainer.phage import PhageEncoder, PhageLoss
+from trainer.phage_data import DATASET as PHAGE_DATASET
+from trainer.phage_data import PhageStream, read_phage_examples
 from trainer.registry import registry_row, write_registry
-from trainer.trainer import XembedTrainer
+from trainer.trainer import PhageTrainer, XembedTrainer
 
 
 def build_encoder(model_args, training_args) -> tuple[Encoder, str]:
@@ -69,7 +75,14 @@ def main(argv: list[str] | None = None) -> int:
             f"--recipe {data_args.recipe} but {data_args.train_data} holds the pairs of "
             f"{shards_recipe!r} (its _manifest.json); export that recipe or drop --recipe"
         )
+    phage = args.stage == "phage"
+    if phage != (manifest.get("dataset") == PHAGE_DATASET):
+        raise ValueError(
+            f"{data_args.train_data} holds {manifest.get('dataset')!r} data; --stage phage "
+            "trains on `export_training --dataset phage` shards and only --stage phage does"
+        )
     encoder, base_path = build_encoder(model_args, args)
+    model = PhageEncoder(encoder, graph=args.graph_attention) if phage else encoder
 
     validation, exclude = validation_examples(
         data_args.train_data,
@@ -77,9 +90,10 @@ def main(argv: list[str] | None = None) -> int:
         data_args.validation_size,
         args.seed,
         data_args.max_chars,
+        read_phage_examples if phage else read_examples,
     )
     world = max(1, args.world_size)
-    stream = BatchStream(
+    stream = (PhageStream if phage else BatchStream)(
         data_args.train_data,
         args.per_device_train_batch_size * world,
         args.seed,
@@ -104,10 +118,19 @@ def main(argv: list[str] | None = None) -> int:
         flush=True,
     )
 
-    margin = args.fn_margin if args.fn_margin >= 0 else None
-    loss = MatryoshkaLoss(InfoNCELoss(args.temperature, margin), args.dims(), args.weights())
-    trainer = XembedTrainer(
-        model=encoder, args=args, loss_fn=loss, train_stream=stream, validation=validation
+    if phage:
+        loss = PhageLoss(
+            args.taxonomy_weight,
+            args.topology_weight,
+            args.temperature,
+            args.dims(),
+            args.weights(),
+        )
+    else:
+        margin = args.fn_margin if args.fn_margin >= 0 else None
+        loss = MatryoshkaLoss(InfoNCELoss(args.temperature, margin), args.dims(), args.weights())
+    trainer = (PhageTrainer if phage else XembedTrainer)(
+        model=model, args=args, loss_fn=loss, train_stream=stream, validation=validation
     )
     resume = (
         get_last_checkpoint(args.output_dir)
@@ -120,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         best = trainer.evaluate()["eval_loss"]
 
     if trainer.is_world_process_zero():  # one writer: ranks hold the same weights
-        encoder.save(args.output_dir)
+        model.save(args.output_dir)  # PHAGE: the plain encoder, no graph parts
     model_id = args.model_id or _model_id(args, manifest)
     config = {
         "model": asdict(model_args),

@@ -2,10 +2,13 @@
 
 Overrides only what it must: the loss (encode query / positive / negatives, then InfoNCE with
 Matryoshka), the data loaders (pre-batched streams), and the evaluation step (loss only).
+PhageTrainer: the same for claim graphs (one sequence per patent under graph attention, the
+taxonomy + topology loss computed on each process's share of the batch, no gathering).
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from contextlib import contextmanager
 
 import torch
@@ -20,6 +23,7 @@ from trainer.data import (
     negatives_per_example,
 )
 from trainer.encoder import Encoder, format_passage, format_query
+from trainer.phage import PhageEncoder, PhageLoss
 
 
 class Collator:
@@ -115,3 +119,52 @@ class XembedTrainer(Trainer):
             )
         )
         return DataLoader(_ListStream(batches), batch_size=None, collate_fn=self.collator)
+
+
+class PhageCollator:
+    """Tokenize a batch of claim graphs: ids, mask, each token's claim, edges, subclasses."""
+
+    def __init__(self, model: PhageEncoder):
+        self.model = model
+
+    def __call__(self, batch: list) -> dict:
+        out = self.model.batch([e.graph for e in batch])
+        out["edges"] = [list(e.graph.edges) for e in batch]
+        out["subclasses"] = [list(e.subclasses) for e in batch]
+        return out
+
+
+class PhageTrainer(XembedTrainer):
+    """Trains a :class:`~trainer.phage.PhageEncoder` on :class:`~trainer.phage_data.PhageStream`
+    batches; logs the taxonomy and topology parts of the loss beside it."""
+
+    def __init__(self, *args, loss_fn: PhageLoss, **kwargs):
+        super().__init__(*args, loss_fn=loss_fn, **kwargs)
+        self.collator = PhageCollator(self.model)
+        self._parts: dict[str, list[float]] = defaultdict(list)
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        owners = inputs["claim_of_token"]
+        embeddings, hidden = model(
+            inputs["input_ids"], inputs["attention_mask"], owners, inputs["edges"]
+        )
+        loss, parts = self.loss_fn(
+            embeddings, hidden, owners, inputs["subclasses"], inputs["edges"]
+        )
+        if model.training:
+            for name, value in parts.items():
+                self._parts[name].append(value)
+        return (loss, {"loss": loss}) if return_outputs else loss
+
+    def prediction_step(self, model, inputs, prediction_loss_only, ignore_keys=None):
+        inputs = self._prepare_inputs(inputs)
+        with torch.no_grad():
+            loss = self.compute_loss(model, inputs)
+        return loss.detach(), None, None
+
+    def log(self, logs: dict, *args, **kwargs) -> None:
+        if "loss" in logs and self._parts:
+            for name, values in self._parts.items():
+                logs[f"{name}_loss"] = round(sum(values) / len(values), 4)
+            self._parts.clear()
+        super().log(logs, *args, **kwargs)

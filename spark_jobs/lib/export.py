@@ -126,6 +126,58 @@ def stage2_rows(
     ).where(F.size("negative_texts") == F.size("negative_ids"))
 
 
+def phage_rows(
+    claims: DataFrame, graph: DataFrame, patents: DataFrame, max_chars: int | None = None
+) -> DataFrame:
+    """One row per patent and claim language for PHAGE training: the claims in claim-number
+    order, the claim-graph edges between them (as claim numbers) and the patent's IPC
+    subclasses (4 characters, sorted), the taxonomy contrast's labels. ``claims`` must already
+    be the training pool (no excluded family); edges of other patents do not join."""
+    text = F.col("text") if not max_chars else F.substring("text", 1, max_chars)
+    keys = ["publication_number", "lang"]
+    ordered = claims.groupBy(*keys, "family_id").agg(
+        F.array_sort(F.collect_list(F.struct("claim_number", text.alias("text")))).alias("_c")
+    )
+    edges = graph.groupBy(*keys).agg(
+        F.array_sort(
+            F.collect_list(F.struct("src_claim", "dst_claim", "relation", "weight"))
+        ).alias("edges")
+    )
+    subclasses = patents.select(
+        "publication_number",
+        F.array_sort(
+            F.filter(
+                F.array_distinct(
+                    F.transform(
+                        F.coalesce("ipc_codes", F.array().cast("array<string>")),
+                        lambda c: F.upper(F.substring(c, 1, 4)),
+                    )
+                ),
+                lambda c: F.length(c) == 4,
+            )
+        ).alias("ipc_subclasses"),
+    )
+    return (
+        ordered.join(edges, keys, "left")
+        .join(subclasses, "publication_number")
+        .select(
+            "publication_number",
+            "family_id",
+            F.array("family_id").alias("families"),
+            "lang",
+            F.transform("_c", lambda c: c.claim_number).alias("claim_numbers"),
+            F.transform("_c", lambda c: c.text).alias("claim_texts"),
+            F.coalesce(
+                "edges",
+                F.array().cast(
+                    "array<struct<src_claim:int,dst_claim:int,relation:string,weight:double>>"
+                ),
+            ).alias("edges"),
+            "ipc_subclasses",
+        )
+    )
+
+
 def _message(text: Column) -> Column:
     return F.array(F.struct(F.lit("user").alias("role"), text.alias("content")))
 
