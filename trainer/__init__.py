@@ -1,12 +1,12 @@
-"""Training: the encoder, data stream, losses and Hugging Face trainer of Stage I, Stage II and
-the SFT control, the built-in CPU models, and the model registry.
+"""Training: the encoder, data stream, losses and Hugging Face trainer of Stage I, Stage II,
+the SFT control and PHAGE, the built-in CPU models, and the model registry.
 
     python -m trainer.train CONFIG.yaml [--flag value ...]    # one training run
     python -m trainer.models build me5-small|qwen3-tiny        # build a built-in model once
 
 Public API: ``Encoder``/``EncoderConfig`` (trainer.encoder), ``resolve`` (trainer.models),
-``main`` (trainer.train), ``PhageEncoder`` / ``phage_loss`` (trainer.phage:
-claim-graph-guided attention and its objective). Imports ``schemas`` and ``lake`` (the registry write); never
+``main`` (trainer.train), ``PhageEncoder`` / ``PhageLoss`` (trainer.phage:
+claim-graph-guided attention and its objective; its data stream in trainer.phage_data). Imports ``schemas`` and ``lake`` (the registry write); never
 ``spark_jobs`` or ``evaluation``. Submodules are imported on use: torch loads only when needed.
 """
 
@@ -18,6 +18,7 @@ __all__ = [
     "me5",
     "models",
     "phage",
+    "phage_data",
     "registry",
     "train",
     "trainer",
