@@ -19,7 +19,9 @@ from tests.conftest import copy_lake
 from tests.sample_shards import write_sample_stage1_shards
 from trainer import train
 from trainer.arguments import parse
-from trainer.phage import ClaimGraph
+from trainer.encoder import Encoder, EncoderConfig
+from trainer.models import resolve
+from trainer.phage import ClaimGraph, PhageEncoder
 from trainer.phage_data import PhageExample, PhageStream, read_phage_examples, subclass_pairs
 
 CONFIG = str(Path(__file__).resolve().parents[1] / "configs" / "cpu-small.yaml")
@@ -136,6 +138,8 @@ def test_the_phage_config_section_applies_to_phage_only():
     assert (phage.learning_rate, phage.per_device_train_batch_size) == (2e-5, 8)
     assert phage.graph_attention and data.validation_size == 16
     assert stage1.learning_rate == 1e-3  # the profile's own
+    model, _, _ = parse([CONFIG, *common, "--stage", "phage"])
+    assert model.pooling == "auto"  # the BERT-style base's mean pooling, not cpu-small's last
     _, _, control = parse([CONFIG, *common, "--stage", "phage", "--graph_attention", "false"])
     assert not control.graph_attention
 
@@ -209,3 +213,12 @@ def test_phage_and_its_no_graph_control_train_and_export_plain_encoders(
     assert set(registry.stage) == {"phage"} and set(registry.steps) == {2}
     configs = {m: json.loads(registry.config_json[m])["training"] for m in registry.index}
     assert configs["phage"]["graph_attention"] and not configs["phage-nograph"]["graph_attention"]
+
+
+def test_phage_refuses_decoders_and_last_token_pooling():
+    with pytest.raises(ValueError, match="BERT-style"):
+        PhageEncoder(Encoder.from_pretrained(resolve("builtin:qwen3-tiny")))
+    minilm = resolve("builtin:minilm")
+    with pytest.raises(ValueError, match="pooling auto"):
+        PhageEncoder(Encoder.from_pretrained(minilm, EncoderConfig(pooling="last")))
+    assert PhageEncoder(Encoder.from_pretrained(minilm, EncoderConfig())).graph

@@ -162,6 +162,12 @@ class PhageEncoder(nn.Module):
                 f"got model_type {getattr(config, 'model_type', None)!r} (the DAG: set "
                 "params.phage_base_model, e.g. builtin:me5-small)"
             )
+        if encoder.encoder_config.pooling != "mean":
+            raise ValueError(
+                "PHAGE trains BERT-style encoders, which pool by mean; the config asks for "
+                f"{encoder.encoder_config.pooling!r} pooling (a decoder profile's setting?): set "
+                "pooling auto in the config's phage section"
+            )
         self.encoder = encoder
         self.relations = tuple(relations)
         self.connectivity = connectivity
