@@ -117,11 +117,7 @@ def run(
         manifest = {
             "dataset": dataset,
             # the pair set (a recipe or its matched control) the trainer's config section follows
-            "recipe": recipe
-            if dataset == "stage1"
-            else dataset
-            if dataset == "phage"
-            else "xembed",
+            "recipe": {"stage1": recipe, "phage": "phage"}.get(dataset, "xembed"),
             "format": fmt,
             "rows": sum(counts.values()),
             "shards": [{"file": s["file"], "rows": counts.get(s["file"], 0)} for s in shards],

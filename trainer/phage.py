@@ -34,6 +34,7 @@ from torch.nn import functional
 
 from schemas.defaults import CLAIM_RELATIONS
 from trainer.encoder import Encoder, format_passage
+from trainer.loss import MatryoshkaLoss
 
 ATTENTION = "xembed_phage"
 BERT_STYLE = ("bert", "roberta", "xlm-roberta")
@@ -337,9 +338,7 @@ class PhageLoss:
     ) -> tuple[torch.Tensor, dict[str, float]]:
         taxonomy = sum(
             weight
-            * taxonomy_loss(
-                functional.normalize(embeddings[:, :dim], dim=-1), subclasses, self.temperature
-            )
+            * taxonomy_loss(MatryoshkaLoss.truncate(embeddings, dim), subclasses, self.temperature)
             for dim, weight in zip(self.dims, self.weights, strict=True)
         )
         topology = topology_loss(claim_embeddings(hidden, claim_of_token), edges, self.temperature)

@@ -26,13 +26,13 @@ from transformers import set_seed
 from transformers.trainer_utils import get_last_checkpoint
 
 from trainer.arguments import parse
-from trainer.data import BatchStream, read_examples, read_manifest, validation_examples
+from trainer.data import BatchStream, read_manifest, validation_examples
 from trainer.encoder import Encoder, EncoderConfig
 from trainer.loss import InfoNCELoss, MatryoshkaLoss
 from trainer.models import resolve
 from trainer.phage import PhageEncoder, PhageLoss
 from trainer.phage_data import DATASET as PHAGE_DATASET
-from trainer.phage_data import PhageStream, read_phage_examples
+from trainer.phage_data import PhageStream
 from trainer.registry import registry_row, write_registry
 from trainer.trainer import PhageTrainer, XembedTrainer
 
@@ -83,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     encoder, base_path = build_encoder(model_args, args)
     model = PhageEncoder(encoder, graph=args.graph_attention) if phage else encoder
+    stream_class = PhageStream if phage else BatchStream  # its reader reads the validation too
 
     validation, exclude = validation_examples(
         data_args.train_data,
@@ -90,10 +91,10 @@ def main(argv: list[str] | None = None) -> int:
         data_args.validation_size,
         args.seed,
         data_args.max_chars,
-        read_phage_examples if phage else read_examples,
+        stream_class.reader,
     )
     world = max(1, args.world_size)
-    stream = (PhageStream if phage else BatchStream)(
+    stream = stream_class(
         data_args.train_data,
         args.per_device_train_batch_size * world,
         args.seed,

@@ -16,6 +16,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lake import fs
+from spark_jobs.lib.pairs import ipc_subclasses
 from spark_jobs.lib.sampling import uniform
 
 FORMATS = ("parquet", "swift_jsonl")
@@ -144,18 +145,7 @@ def phage_rows(
         ).alias("edges")
     )
     subclasses = patents.select(
-        "publication_number",
-        F.array_sort(
-            F.filter(
-                F.array_distinct(
-                    F.transform(
-                        F.coalesce("ipc_codes", F.array().cast("array<string>")),
-                        lambda c: F.upper(F.substring(c, 1, 4)),
-                    )
-                ),
-                lambda c: F.length(c) == 4,
-            )
-        ).alias("ipc_subclasses"),
+        "publication_number", ipc_subclasses(F.col("ipc_codes")).alias("ipc_subclasses")
     )
     return (
         ordered.join(edges, keys, "left")

@@ -148,6 +148,16 @@ def _document_pairs(docs: DataFrame, links: DataFrame, pair_type: str) -> DataFr
     )
 
 
+def ipc_subclasses(codes: Column) -> Column:
+    """The distinct IPC subclasses (first 4 characters, upper case) of an array of IPC codes,
+    sorted; codes shorter than a subclass are left out, a null array gives an empty one."""
+    prefixes = F.transform(
+        F.coalesce(codes, F.array().cast("array<string>")),
+        lambda c: F.upper(F.substring(c, 1, 4)),
+    )
+    return F.array_sort(F.filter(F.array_distinct(prefixes), lambda c: F.length(c) == 4))
+
+
 def taxonomy_pairs(
     docs: DataFrame, patents: DataFrame, pair_type: str, cap: int, seed: int
 ) -> DataFrame:
@@ -158,16 +168,12 @@ def taxonomy_pairs(
     families gives n - 1 pairs, of which the first ``cap`` are kept. Linear in the corpus,
     deterministic for a seed.
     """
-    members = (
-        patents.join(docs.select("publication_number").distinct(), "publication_number")
-        .select(
-            "publication_number",
-            "family_id",
-            F.explode(
-                F.array_distinct(F.transform("ipc_codes", lambda c: F.upper(F.substring(c, 1, 4))))
-            ).alias("subclass"),
-        )
-        .where(F.length("subclass") == 4)
+    members = patents.join(
+        docs.select("publication_number").distinct(), "publication_number"
+    ).select(
+        "publication_number",
+        "family_id",
+        F.explode(ipc_subclasses(F.col("ipc_codes"))).alias("subclass"),
     )
     members = members.withColumn("_u", uniform(seed, "subclass", "publication_number"))
     one_per_family = Window.partitionBy("subclass", "family_id").orderBy("_u", "publication_number")
