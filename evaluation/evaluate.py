@@ -4,6 +4,7 @@
     python -m evaluation.evaluate --lake LAKE --inputs INPUTS --model models/xembed --name xembed
     python -m evaluation.evaluate --lake LAKE --inputs INPUTS --model bm25 --name bm25
     python -m evaluation.evaluate ... --model hybrid:models/xembed --name hybrid
+    python -m evaluation.evaluate ... --model models/a models/b --name a b --run-id '{name}-v1'
     python -m evaluation.evaluate ... --query-types all --landscape G,H --tasks retrieval,inscope
 
 Tasks (``--tasks``, default all): ``retrieval`` (Hit@K, Recall@K, MRR, nDCG@10 per language x
@@ -374,10 +375,17 @@ def main(argv: list[str] | None = None) -> int:
         "--inputs", required=True, help="spark_jobs/prepare_evaluation.py output (any URI)"
     )
     parser.add_argument(
-        "--model", required=True, help="model folder, builtin:..., bm25, or hybrid:<model>"
+        "--model",
+        required=True,
+        nargs="+",
+        help="model folder, builtin:..., bm25, or hybrid:<model>; several: evaluated one "
+        "after the other in this process (one Spark start, one torch import)",
     )
     parser.add_argument(
-        "--name", required=True, help="row label in the tables (e.g. xembed, sft, bm25)"
+        "--name",
+        required=True,
+        nargs="+",
+        help="row label in the tables (e.g. xembed, sft, bm25), one per --model",
     )
     parser.add_argument(
         "--dims", default=defaults.EVAL_DIMS, help="dense dims to evaluate; 'full' = model dim"
@@ -402,7 +410,12 @@ def main(argv: list[str] | None = None) -> int:
         help="strata cells with fewer query views are marked small_cell",
     )
     parser.add_argument("--seed", type=int, default=7, help="seed of the probe tasks")
-    parser.add_argument("--run-id", default=None)
+    parser.add_argument(
+        "--run-id",
+        default=None,
+        help="run id; with several models a template holding {name} (e.g. '{name}-ci'); "
+        "default <name>-<UTC time>",
+    )
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument(
         "--max-length", type=int, default=None, help="override the model's max tokens"
@@ -413,14 +426,31 @@ def main(argv: list[str] | None = None) -> int:
         help="local copies of remote inputs (Lucene/FAISS read files)",
     )
     args = parser.parse_args(argv)
+    if len(args.model) != len(args.name):
+        parser.error(f"{len(args.model)} --model values but {len(args.name)} --name values")
+    if len(args.name) != len(set(args.name)):
+        parser.error(f"--name values must differ: {args.name}")
+    if len(args.model) > 1 and args.run_id and "{name}" not in args.run_id:
+        parser.error("several models need a --run-id template holding {name}, e.g. '{name}-ci'")
+    spark = build_session("xembed-evaluate", args.master)
+    stamp = f"{datetime.now(UTC):%Y%m%dT%H%M%S}"
+    for model, name in zip(args.model, args.name, strict=True):
+        template = args.run_id or "{name}-" + stamp
+        run_id = template.replace("{name}", name)
+        run_args = {**vars(args), "model": model, "name": name, "run_id": run_id}
+        evaluate_model(spark, argparse.Namespace(**run_args))
+        print(run_id)
+    return 0
+
+
+def evaluate_model(spark, args: argparse.Namespace) -> None:
+    """Evaluate one model (``args.model``, one value) and write its run to the eval tables."""
     cutoffs = sorted({int(k) for k in args.cutoffs.split(",")})
     dims = [None if d == "full" else int(d) for d in args.dims.split(",")]
     wanted = parse_tasks(args.tasks)
     landscape = frozenset(args.landscape)
     query_types = parse_query_types(args.query_types)
-    run_id = args.run_id or f"{args.name}-{datetime.now(UTC):%Y%m%dT%H%M%S}"
-
-    spark = build_session("xembed-evaluate", args.master)
+    run_id = args.run_id
     runs_uri = join(args.lake, "runs", run_id)
     with (
         JobRun(spark, args.lake, "evaluate", vars(args), run_id=run_id) as job,
@@ -509,8 +539,6 @@ def main(argv: list[str] | None = None) -> int:
             job.count(f"metric_rows_{task}", sum(1 for r in aggregated if r["task"] == task))
         for line in headline(aggregated, args.name):
             job.info(line)
-    print(run_id)
-    return 0
 
 
 def parse_tasks(text: str) -> set[str]:

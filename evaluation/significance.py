@@ -1,6 +1,7 @@
 """Paired randomization tests between two evaluation runs (the paper reports none).
 
     python -m evaluation.significance --lake data/lake --a RUN_A --b RUN_B [--metric hit --k 100] [--dim 64]
+    python -m evaluation.significance --lake data/lake --pair A:B --pair A:C --metric ndcg,hit
 
 For every language x view, every language and Overall, the statistic is the difference of
 the IPC-section macro scores (b - a) on the queries both runs share. The macro is linear in
@@ -104,12 +105,43 @@ def compare(
     return out
 
 
+def metric_cutoff(metric: str, k: int) -> int | None:
+    """The cutoff a metric is tested at: nDCG@10, MRR uncut, the others at ``k``."""
+    return None if metric == "mrr" else (10 if metric == "ndcg" else k)
+
+
+def parse_pairs(args: argparse.Namespace, parser: argparse.ArgumentParser) -> list[tuple]:
+    pairs = [tuple(p.split(":", 1)) for p in args.pair or []]
+    bad = [p for p in args.pair or [] if ":" not in p or "" in p.split(":", 1)]
+    if bad:
+        parser.error(f"--pair takes RUN_A:RUN_B, got {bad}")
+    if args.a or args.b:
+        if not (args.a and args.b):
+            parser.error("--a and --b go together")
+        pairs.insert(0, (args.a, args.b))
+    if not pairs:
+        parser.error("name the runs to compare: --a RUN_A --b RUN_B, or --pair RUN_A:RUN_B")
+    return pairs
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_lake_arguments(parser, required=True)
-    parser.add_argument("--a", required=True, help="baseline run_id (e.g. the SFT control)")
-    parser.add_argument("--b", required=True, help="compared run_id (e.g. the two-stage model)")
-    parser.add_argument("--metric", default="hit", choices=["hit", "recall", "mrr", "ndcg"])
+    parser.add_argument("--a", help="baseline run_id (e.g. the SFT control)")
+    parser.add_argument("--b", help="compared run_id (e.g. the two-stage model)")
+    parser.add_argument(
+        "--pair",
+        action="extend",
+        nargs="+",
+        metavar="RUN_A:RUN_B",
+        help="comparisons to run in one process (one Spark start), e.g. --pair A:B A:C",
+    )
+    parser.add_argument(
+        "--metric",
+        default="hit",
+        help="hit, recall, mrr or ndcg, or a comma-separated list (e.g. ndcg,hit); nDCG is "
+        "tested at 10, MRR uncut, the others at --k",
+    )
     parser.add_argument("--k", type=int, default=100)
     parser.add_argument(
         "--dim", type=int, default=64, help="dimension of dense runs (BM25 runs use 0)"
@@ -117,12 +149,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--permutations", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    k = None if args.metric == "mrr" else (10 if args.metric == "ndcg" else args.k)
+    pairs = parse_pairs(args, parser)
+    metrics = [m.strip() for m in args.metric.split(",") if m.strip()]
+    unknown = sorted(set(metrics) - {"hit", "recall", "mrr", "ndcg"})
+    if unknown or not metrics:
+        parser.error(f"--metric: unknown {unknown or metrics}; choose from hit, recall, mrr, ndcg")
 
     spark = build_session("xembed-significance", args.master)
     per_query = read_pandas(args.lake, "eval/per_query", spark)
-    values = {}
-    for run in (args.a, args.b):
+    rows_of = {}
+    for run in dict.fromkeys(run for pair in pairs for run in pair):
         rows = per_query[per_query.run_id == run]
         if rows.empty:
             parser.error(f"eval/per_query has no rows for run {run!r}")
@@ -130,27 +166,34 @@ def main(argv: list[str] | None = None) -> int:
         dim = args.dim if args.dim in dims else (0 if dims == {0} else None)
         if dim is None:
             parser.error(f"run {run!r} has dims {sorted(dims)}, not {args.dim}")
-        values[run] = per_query_values(rows[rows.dim == dim].to_dict("records"), args.metric, k)
-    results = compare(values[args.a], values[args.b], args.metric, k, args.permutations, args.seed)
+        rows_of[run] = rows[rows.dim == dim].to_dict("records")
 
     now = datetime.now(UTC)
-    rows = [
-        {"run_a": args.a, "run_b": args.b, "dim": args.dim, "created_at": now, **r} for r in results
-    ]
-    metric_k = f"metric = '{args.metric}' AND " + ("k IS NULL" if k is None else f"k = {k}")
-    write_rows(
-        spark,
-        rows,
-        args.lake,
-        "eval/significance",
-        replace_where=f"run_a = '{args.a}' AND run_b = '{args.b}' AND dim = {args.dim} AND {metric_k}",
-    )
-    print(f"{'lang':5} {'view':6} {'a':>8} {'b':>8} {'diff':>8} {'p':>8} {'n':>5}")
-    for r in results:
-        print(
-            f"{r['lang']:5} {r['view']:6} {r['value_a']:8.4f} {r['value_b']:8.4f} {r['diff']:+8.4f} "
-            f"{r['p_value']:8.4f} {r['n_queries']:5d}"
-        )
+    for run_a, run_b in pairs:
+        for metric in metrics:
+            k = metric_cutoff(metric, args.k)
+            values = {run: per_query_values(rows_of[run], metric, k) for run in (run_a, run_b)}
+            results = compare(values[run_a], values[run_b], metric, k, args.permutations, args.seed)
+            rows = [
+                {"run_a": run_a, "run_b": run_b, "dim": args.dim, "created_at": now, **r}
+                for r in results
+            ]
+            metric_k = f"metric = '{metric}' AND " + ("k IS NULL" if k is None else f"k = {k}")
+            write_rows(
+                spark,
+                rows,
+                args.lake,
+                "eval/significance",
+                replace_where=f"run_a = '{run_a}' AND run_b = '{run_b}' AND dim = {args.dim} "
+                f"AND {metric_k}",
+            )
+            print(f"{run_b} vs {run_a}: {metric}" + (f"@{k}" if k else ""))
+            print(f"{'lang':5} {'view':6} {'a':>8} {'b':>8} {'diff':>8} {'p':>8} {'n':>5}")
+            for r in results:
+                print(
+                    f"{r['lang']:5} {r['view']:6} {r['value_a']:8.4f} {r['value_b']:8.4f} "
+                    f"{r['diff']:+8.4f} {r['p_value']:8.4f} {r['n_queries']:5d}"
+                )
     return 0
 
 

@@ -77,19 +77,13 @@ def test_end_to_end_on_a_file_uri_lake_tables_report_significance_and_sql(
         "--landscape",
         "G,H",
     )
-    _evaluate(
-        lake_uri,
-        inputs,
-        "hybrid:builtin:qwen3-tiny",
-        "hybrid",
-        "--max-length",
-        "128",
-        "--dims",
-        "64",
-        "--tasks",
-        "retrieval,inscope",
-    )
-    _evaluate(lake_uri, inputs, "bm25", "bm25")
+    # two models in one process: each its own run id from the {name} template
+    argv = ["--lake", lake_uri, "--inputs", inputs, "--model", "hybrid:builtin:qwen3-tiny", "bm25"]
+    argv += ["--name", "hybrid", "bm25", "--run-id", "e2e-{name}", "--cutoffs", "10,20,100"]
+    argv += ["--max-length", "128", "--dims", "64", "--tasks", "retrieval,inscope"]
+    assert evaluate.main(argv) == 0
+    with pytest.raises(SystemExit):  # several models need a {name} template
+        evaluate.main([arg.replace("e2e-{name}", "e2e-fixed") for arg in argv])
     runs = DeltaTable(f"{lake}/eval/runs").to_pandas().set_index("run_id")
     # both runs record the table versions their shared inputs were prepared from
     assert runs.loc["e2e-base", "data_versions"] == runs.loc["e2e-bm25", "data_versions"]
@@ -191,6 +185,28 @@ def test_end_to_end_on_a_file_uri_lake_tables_report_significance_and_sql(
     p_row = next(line for line in summary.splitlines() if "p (e2e-base vs e2e-bm25)" in line)
     overall_p = sig[(sig.lang == "ALL") & (sig.view == "ALL")].p_value.iloc[0]
     assert p_row.rstrip(" |").endswith(f"{overall_p:.4f}")
+    # several pairs and metrics in one process: the same rows as one call per comparison,
+    # and a rerun replaces them
+    hit_before = sig.sort_values(["lang", "view"]).p_value.tolist()
+    for _ in range(2):
+        assert (
+            significance.main(
+                [
+                    "--lake", lake_uri, "--pair", "e2e-bm25:e2e-base", "--pair",
+                    "e2e-bm25:e2e-hybrid", "--metric", "ndcg,hit", "--permutations", "200",
+                ]
+            )
+            == 0
+        )  # fmt: skip
+    both = DeltaTable(f"{lake}/eval/significance").to_pandas()
+    per_test = both.groupby(["run_b", "metric", "k"], dropna=False).size()
+    assert set(per_test.index) == {
+        ("e2e-base", "hit", 100), ("e2e-base", "ndcg", 10),
+        ("e2e-hybrid", "hit", 100), ("e2e-hybrid", "ndcg", 10),
+    }  # fmt: skip
+    assert per_test.nunique() == 1  # each comparison has every lang x view row, once
+    again = both[(both.run_b == "e2e-base") & (both.metric == "hit")]
+    assert again.sort_values(["lang", "view"]).p_value.tolist() == hit_before
 
     path = report.build(
         lake_uri,
