@@ -57,7 +57,7 @@ NO_RETRY = {"retries": 0}  # a data-quality failure is a finding, not a hiccup
 CONTROL_PATTERN = "^({0}){1}({0})$".format("|".join(defaults.RECIPES), defaults.MATCHED)
 RECIPE_LABELS = (
     "set -euo pipefail; recipes='{{ params.recipes | join(' ') }}'; "
-    "controls='{{ params.controls | join(' ') }}'; labels=\"$recipes $controls\"; "
+    "controls='{{ params.controls | join(' ') }}'; labels=$(echo $recipes $controls); "
 )
 
 
@@ -93,16 +93,20 @@ def encode(kind: str) -> str:
     )
 
 
-def significance(a: str, b: str) -> str:
-    """Paired randomization tests of run b against run a: nDCG@10 and Hit@100."""
-    test = f"python -m evaluation.significance --lake {LAKE} --a {a} --b {b} --permutations 2000"
-    return f"{test} --metric ndcg >&2 && {test} --metric hit --k 100 >&2"
-
-
-def evaluate(model: str, name: str) -> str:
+def significance(*pairs: str) -> str:
+    """Paired randomization tests, nDCG@10 and Hit@100, of each ``RUN_A:RUN_B`` pair: one
+    process for all of them (one Spark start, one read of eval/per_query)."""
     return (
-        f"python -m evaluation.evaluate --lake {LAKE} --inputs {EVAL_INPUTS} --model {model} --name {name} "
-        f"--run-id {name}-{TAG} --cutoffs {{{{ params.cutoffs }}}} --max-length {{{{ params.eval_max_length }}}} "
+        f"python -m evaluation.significance --lake {LAKE} --pair {' '.join(pairs)} --metric ndcg,hit --k 100 "
+        "--permutations 2000 >&2"
+    )
+
+
+def evaluate(models: str, names: str) -> str:
+    """Evaluate one or several (space-separated) models in one process, run ids <name>-<tag>."""
+    return (
+        f"python -m evaluation.evaluate --lake {LAKE} --inputs {EVAL_INPUTS} --model {models} --name {names} "
+        f"--run-id '{{name}}-{TAG}' --cutoffs {{{{ params.cutoffs }}}} --max-length {{{{ params.eval_max_length }}}} "
         f"--query-types {{{{ params.query_types }}}} --tasks {{{{ params.eval_tasks }}}} {LANDSCAPE}"
     )
 
@@ -361,9 +365,12 @@ def xembed_full():
 
     @task.bash
     def eval_recipes() -> str:
+        each = 'for r in $labels; do printf "{} " "$r"; done'.format
+        models, names = f"$({each(f'{MODELS}/recipe-%s')})", f"$({each('recipe-%s')})"
+        pairs = f"$({each(f'base-{TAG}:recipe-%s-{TAG}')})"
         return (
-            f"{RECIPE_LABELS} for r in $labels; do {evaluate(f'{MODELS}/recipe-$r', 'recipe-$r')}; "
-            f"{significance(f'base-{TAG}', f'recipe-$r-{TAG}')}; done"
+            f'{RECIPE_LABELS} if [ -n "$labels" ]; then {evaluate(models, names)} && '
+            f"{significance(pairs)}; fi"
         )
 
     @task.bash
@@ -390,15 +397,14 @@ def xembed_full():
 
     @task.bash
     def eval_phage() -> str:
-        own_base = evaluate(PHAGE_BASE, "phage-base")
-        each = " && ".join(
-            f"{evaluate(f'{MODELS}/{m}', m)} && {significance(PHAGE_BASE_RUN, f'{m}-{TAG}')}"
-            for m in PHAGE_MODELS
-        )
-        return (
-            f"{PHAGE_ON}{{% if params.phage_base_model %}}{own_base} && {{% endif %}}{each} && "
-            f"{significance(f'phage-nograph-{TAG}', f'phage-{TAG}')}{PHAGE_OFF}"
-        )
+        # PHAGE, its control and (when PHAGE has its own base) that base, in one process
+        models = " ".join(f"{MODELS}/{m}" for m in PHAGE_MODELS)
+        names = " ".join(PHAGE_MODELS)
+        own_base = f"{{% if params.phage_base_model %}} {PHAGE_BASE}{{% endif %}}"
+        own_name = "{% if params.phage_base_model %} phage-base{% endif %}"
+        pairs = [f"{PHAGE_BASE_RUN}:{m}-{TAG}" for m in PHAGE_MODELS]
+        tests = significance(*pairs, f"phage-nograph-{TAG}:phage-{TAG}")
+        return f"{PHAGE_ON}{evaluate(models + own_base, names + own_name)} && {tests}{PHAGE_OFF}"
 
     @task.bash
     def report() -> str:
@@ -407,7 +413,7 @@ def xembed_full():
         phage_runs = ",".join(f"{m}-{TAG}" for m in PHAGE_MODELS)
         return (
             f"{RECIPE_LABELS}"
-            f"python -m evaluation.significance --lake {LAKE} --a sft-{TAG} --b xembed-{TAG} --permutations 2000 >&2"
+            f"{significance(f'sft-{TAG}:xembed-{TAG}')}"
             f" && python -m evaluation.report --lake {LAKE} --runs {runs} --compare sft-{TAG},xembed-{TAG}"
             f' --recipes "{recipe_runs}" --base base-{TAG} --out {LAKE}/reports/eval-{TAG}'
             f' --phage "{{% if params.phage %}}{phage_runs}{{% endif %}}" --phage-base {PHAGE_BASE_RUN}'

@@ -144,19 +144,19 @@ def test_airflow_dags_test_runs_the_whole_pipeline(tmp_path):
         "cutoffs": "10,100",
         "landscape": "A,B,C,H",  # about 3/4 of this sample's patents
         "query_types": "ABS,TAC,TITLE,SUMMARY",
-        "recipes": ["r3", "r4", "qaecter"],
+        "recipes": ["r3", "r4"],  # qaecter's pairs: tests/test_recipes.py
         "controls": ["r4-matched-r3"],
         "phage": True,
         "phage_base_model": "builtin:minilm",  # PHAGE needs a BERT-style base, not cpu-small's
         "run_tag": "ci",
     }
-    done = airflow(home, "dags", "test", "xembed_full", "--conf", json.dumps(conf))
+    done = airflow(home, "dags", "test", "xembed_full", "--conf", json.dumps(conf), timeout=4500)
     assert done.returncode == 0 and "state=success" in done.stdout + done.stderr, (
         done.stdout + done.stderr
     )[-5000:]
     metrics = DeltaTable(str(tmp_path / "lake" / "eval" / "metrics")).to_pandas()
     names = ("bm25", "base", "stage1", "sft", "xembed", "hybrid")
-    recipes = ("recipe-r3", "recipe-r4", "recipe-qaecter", "recipe-r4-matched-r3")
+    recipes = ("recipe-r3", "recipe-r4", "recipe-r4-matched-r3")
     phage = ("phage-base", "phage", "phage-nograph")
     assert set(metrics.run_id) == {f"{n}-ci" for n in (*names, *recipes, *phage)}
     assert set(metrics[metrics.run_id == "phage-ci"].task) == set(
@@ -272,3 +272,38 @@ def test_each_profile_resolves_its_base_model():
     )
     for profile in PROFILE_MODELS:  # every profile has its config file
         assert (Path(__file__).resolve().parents[1] / "configs" / f"{profile}.yaml").exists()
+
+
+def test_progress_prints_one_line_per_task_and_names_the_failed_one(tmp_path, capsys):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("progress", DAGS / "progress.py")
+    progress = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(progress)
+    stamp = "2026-12-01T08:31:{}Z [info     ] "
+    hook = " [airflow.task.hooks.SubprocessHook] loc=subprocess.py:106"
+    lines = [
+        stamp.format("11.000000") + "[DAG TEST] starting task_id=ingest map_index=-1",
+        stamp.format("20.000000") + "[ingest]        records_kept          1,491" + hook,
+        stamp.format("20.100000") + "[ingest]     citations_total            725" + hook,
+        stamp.format("57.000000") + "Task instance state updated    [x] new_state=success rows=1",
+        stamp.format("57.500000") + "[DAG TEST] end task task_id=ingest map_index=-1",
+        stamp.format("58.000000") + "[DAG TEST] starting task_id=curate map_index=-1",
+        stamp.format("59.000000") + "curate: input table bronze/publications is empty",
+        stamp.format("59.500000") + "Task instance state updated    [x] new_state=failed rows=1",
+        stamp.format("59.600000") + "[DAG TEST] end task task_id=curate map_index=-1",
+        stamp.format("59.700000") + "DagRun Finished: dag_id=xembed_full, state=failed, run_type=x",
+    ]
+    script = "import sys; print(sys.argv[1]); sys.exit(1)"
+    log = tmp_path / "logs" / "demo.log"
+    code = progress.follow([sys.executable, "-c", script, "\n".join(lines)], log, total=2)
+    out, err = capsys.readouterr()
+    assert code == 1
+    assert out.splitlines()[:3] == [
+        f"full log: {log}",
+        "[1/2] ingest                    46.5s  success  records_kept=1,491",
+        "[2/2] curate                     1.6s  failed",
+    ]
+    assert "curate: input table bronze/publications is empty" in err  # the log's tail
+    assert err.rstrip().endswith(f"FAILED: task(s) curate; the full log is {log}")
+    assert log.read_text().splitlines() == lines  # every line kept, in order
