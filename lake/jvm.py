@@ -1,0 +1,125 @@
+"""A quicker start for short local Spark runs: a class-data-sharing (CDS) archive.
+
+A local job on tiny data spends much of its time starting a JVM that loads some 15,000
+classes (Spark, Delta, Hadoop, Parquet) from jars. ``make setup`` runs one small Delta job
+under ``-XX:ArchiveClassesAtExit`` and keeps the loaded classes in an archive the JDK maps
+into later JVMs instead of loading them again; ``benchmarks/startup.py`` measures the gain.
+
+    python -m lake.jvm archive   # dump it (once; again after the JDK or the jars change)
+    python -m lake.jvm options   # the JVM options that use it ("" when there is none)
+
+The archive's name holds a hash of the JDK and of the jar list, so an archive made for other
+jars or another JDK is never offered; ``-Xshare:auto`` makes a JVM that cannot map it start
+normally. ``make demo`` and ``make test`` add these options (with C1-only JIT) to
+``SPARK_SUBMIT_OPTS``, which every local driver JVM reads (spark-submit and pyspark alike).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from lake.jars import cache_dir, pyspark_jars_dir
+from lake.session import build_session
+
+QUIET = "-Xshare:auto -Xlog:cds=off -Xlog:cds+dynamic=off"
+
+
+def java() -> str:
+    """The java binary spark-submit starts: $JAVA_HOME's, else the one on PATH."""
+    home = os.environ.get("JAVA_HOME")
+    return str(Path(home) / "bin" / "java") if home else (shutil.which("java") or "java")
+
+
+def archive_path() -> Path:
+    """Where the archive for this JDK and this classpath lives (it may not exist)."""
+    version = subprocess.run(
+        [java(), "-version"], capture_output=True, text=True, check=False
+    ).stderr
+    jars = sorted(f"{p.name}:{p.stat().st_size}" for p in pyspark_jars_dir().glob("*.jar"))
+    key = hashlib.sha1("\n".join([java(), version, *jars]).encode()).hexdigest()[:16]
+    return cache_dir().parent / "cds" / f"spark-{key}.jsa"
+
+
+def options() -> str:
+    """JVM options that map the archive, or "" when it has not been dumped for this setup."""
+    path = archive_path()
+    return f"-XX:SharedArchiveFile={path} {QUIET}" if path.exists() else ""
+
+
+def archive() -> Path:
+    """Run a small Delta job in a JVM that dumps the classes it loaded at exit."""
+    path = archive_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".part")
+    partial.unlink(missing_ok=True)
+    env = {**os.environ, "SPARK_SUBMIT_OPTS": f"-XX:ArchiveClassesAtExit={partial} {QUIET}"}
+    env.setdefault("PYSPARK_PYTHON", sys.executable)
+    with tempfile.TemporaryDirectory(prefix="xembed-cds-") as scratch:
+        done = subprocess.run(
+            ["spark-submit", "--master", "local[2]", __file__, "exercise", scratch],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    if done.returncode != 0:
+        raise RuntimeError(f"the archiving job failed:\n{done.stderr[-3000:]}")
+    if not partial.exists():
+        raise RuntimeError(f"the JVM wrote no class archive at {partial}")
+    partial.replace(path)
+    return path
+
+
+def exercise(scratch: str) -> None:
+    """What most jobs do once: Delta writes (overwrite, replaceWhere, append), reads of a
+    version, history, a join and an aggregation, a Python UDF and a collect."""
+    from pyspark.sql import functions as F
+
+    spark = build_session("xembed-cds")
+    path = f"{scratch}/table"
+    frame = spark.range(200).select(
+        F.col("id"), (F.col("id") % 7).alias("group"), F.concat(F.lit("x"), "id").alias("text")
+    )
+    frame.write.format("delta").partitionBy("group").save(path)
+    (
+        frame.where("group = 1")
+        .write.format("delta")
+        .mode("overwrite")
+        .option("replaceWhere", "group = 1")
+        .save(path)
+    )
+    frame.limit(3).write.format("delta").mode("append").save(path)
+
+    length = F.udf(len, "long")
+    first = spark.read.format("delta").option("versionAsOf", 0).load(path)
+    joined = (
+        first.join(frame.drop("text"), ["id", "group"]).groupBy("group").agg(F.sum(length("text")))
+    )
+    joined.collect()
+    spark.sql(f"DESCRIBE HISTORY delta.`{path}`").collect()
+    spark.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("command", choices=["archive", "options", "exercise"])
+    parser.add_argument("scratch", nargs="?", help="(exercise) a scratch folder")
+    args = parser.parse_args(argv)
+    if args.command == "exercise":
+        exercise(args.scratch)
+    elif args.command == "options":
+        print(options())
+    else:
+        print(f"JVM class archive ready: {archive()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
