@@ -233,7 +233,7 @@ def evaluate_results(
                     inscope[level], _ = tasks.inscope(run, query_ipc, doc_ipc, 10, level)
             for qid, values in scored.items():
                 q = meta[qid]
-                ranks = metrics.relevant_ranks(metrics.ranked(run[qid]), qrels[qid])
+                ranks = metrics.ranks_of_relevant(run[qid], qrels[qid])
                 shares = {level: inscope[level].get(qid) for level in inscope}
                 per_query.append(
                     {

@@ -18,6 +18,8 @@ import sys
 from collections import defaultdict
 from collections.abc import Iterable
 
+import numpy as np
+
 from schemas import defaults
 
 SECTIONS = defaults.IPC_SECTIONS
@@ -32,6 +34,27 @@ def ranked(results: Iterable[tuple[str, float]]) -> list[str]:
 def relevant_ranks(docs: list[str], relevant: set[str]) -> list[int]:
     """1-based ranks at which relevant documents appear."""
     return [i for i, doc in enumerate(docs, start=1) if doc in relevant]
+
+
+def ranks_of_relevant(results: list[tuple[str, float]], relevant: set[str]) -> list[int]:
+    """The ranks ``relevant_ranks(ranked(results), relevant)`` gives, without sorting the run:
+    a document's rank is one plus the number of documents ranked before it (a higher score,
+    or the same score and a smaller docid). Only the few relevant documents are looked at
+    in Python; the counting runs in numpy."""
+    if not results or not relevant:
+        return []
+    docs, scores = zip(*results, strict=True)
+    found = relevant.intersection(docs)
+    if not found:
+        return []
+    values = np.asarray(scores, dtype=np.float64)
+    ranks = []
+    for doc in found:
+        score = values[docs.index(doc)]
+        ahead = int(np.count_nonzero(values > score))
+        ahead += sum(1 for i in np.flatnonzero(values == score) if docs[i] < doc)
+        ranks.append(ahead + 1)
+    return sorted(ranks)
 
 
 def metrics_from_ranks(
@@ -58,7 +81,7 @@ def score_queries(
     """Per-query metrics for every query in ``qrels`` (a query missing from the run scores 0)."""
     cutoffs = list(cutoffs)
     return {
-        qid: metrics_from_ranks(relevant_ranks(ranked(run.get(qid, [])), rel), len(rel), cutoffs)
+        qid: metrics_from_ranks(ranks_of_relevant(run.get(qid, []), rel), len(rel), cutoffs)
         for qid, rel in qrels.items()
         if rel
     }

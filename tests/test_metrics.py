@@ -5,7 +5,13 @@ import random
 import pytest
 from ranx import Qrels, Run, evaluate
 
-from evaluation.metrics import aggregate, ranked, score_queries
+from evaluation.metrics import (
+    aggregate,
+    ranked,
+    ranks_of_relevant,
+    relevant_ranks,
+    score_queries,
+)
 
 
 def random_case(seed):
@@ -48,6 +54,15 @@ def test_metrics_agree_with_ranx_including_ties_and_misses(seed):
 
 def test_ties_are_broken_by_docid():
     assert ranked([("b", 1.0), ("a", 1.0), ("c", 2.0)]) == ["c", "a", "b"]
+    assert ranks_of_relevant([("b", 1.0), ("a", 1.0), ("c", 2.0)], {"b", "c", "z"}) == [1, 3]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_ranks_without_sorting_equal_the_ranks_of_the_sorted_run(seed):
+    run, qrels = random_case(seed)  # many ties, misses, queries with no relevant doc found
+    for qid, results in run.items():
+        assert ranks_of_relevant(results, qrels[qid]) == relevant_ranks(ranked(results), qrels[qid])
+    assert ranks_of_relevant([], {"a"}) == [] and ranks_of_relevant([("a", 1.0)], set()) == []
 
 
 def test_ipc_section_macro_and_overall_by_hand():
