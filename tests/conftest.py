@@ -7,13 +7,23 @@ import tempfile
 
 import pytest
 
+from lake import jvm
+
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
 # Airflow imported by the tests must not touch ~/airflow.
 os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="xembed-tests-airflow-"))
 os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
 # Every Spark driver of the suite (ours and the DAG's spark-submits) is a short-lived JVM on
-# tiny data: C1-only JIT cuts its CPU time by about a third (see the Makefile).
-os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1")
+# tiny data: C1-only JIT cuts its CPU time by about a third, the class-data-sharing archive
+# of `make setup` its class loading (see the Makefile and lake/jvm.py).
+os.environ.setdefault("SPARK_SUBMIT_OPTS", f"-XX:TieredStopAtLevel=1 {jvm.options()}".strip())
+
+
+def pytest_collection_modifyitems(config, items):
+    """Grouped tests (the Airflow end-to-end run, by far the longest) first: under
+    `make test` one worker starts it at once while the other takes the rest, instead of
+    starting it when the suite is already a quarter through."""
+    items.sort(key=lambda item: item.get_closest_marker("xdist_group") is None)
 
 
 @pytest.fixture(scope="session")
