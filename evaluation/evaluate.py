@@ -433,9 +433,8 @@ def main(argv: list[str] | None = None) -> int:
     if len(args.model) > 1 and args.run_id and "{name}" not in args.run_id:
         parser.error("several models need a --run-id template holding {name}, e.g. '{name}-ci'")
     spark = build_session("xembed-evaluate", args.master)
-    stamp = f"{datetime.now(UTC):%Y%m%dT%H%M%S}"
+    template = args.run_id or f"{{name}}-{datetime.now(UTC):%Y%m%dT%H%M%S}"
     for model, name in zip(args.model, args.name, strict=True):
-        template = args.run_id or "{name}-" + stamp
         run_id = template.replace("{name}", name)
         run_args = {**vars(args), "model": model, "name": name, "run_id": run_id}
         evaluate_model(spark, argparse.Namespace(**run_args))

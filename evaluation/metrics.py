@@ -31,16 +31,11 @@ def ranked(results: Iterable[tuple[str, float]]) -> list[str]:
     return [doc for doc, _ in sorted(results, key=lambda x: (-x[1], x[0]))]
 
 
-def relevant_ranks(docs: list[str], relevant: set[str]) -> list[int]:
-    """1-based ranks at which relevant documents appear."""
-    return [i for i, doc in enumerate(docs, start=1) if doc in relevant]
-
-
 def ranks_of_relevant(results: list[tuple[str, float]], relevant: set[str]) -> list[int]:
-    """The ranks ``relevant_ranks(ranked(results), relevant)`` gives, without sorting the run:
-    a document's rank is one plus the number of documents ranked before it (a higher score,
-    or the same score and a smaller docid). Only the few relevant documents are looked at
-    in Python; the counting runs in numpy."""
+    """The 1-based ranks of the relevant documents in ``ranked(results)``, without sorting
+    the run: a document's rank is one plus the number of documents ranked before it (a
+    higher score, or the same score and a smaller docid). Only the few relevant documents
+    are looked at in Python; the counting runs in numpy."""
     if not results or not relevant:
         return []
     docs, scores = zip(*results, strict=True)

@@ -111,8 +111,9 @@ def metric_cutoff(metric: str, k: int) -> int | None:
 
 
 def parse_pairs(args: argparse.Namespace, parser: argparse.ArgumentParser) -> list[tuple]:
-    pairs = [tuple(p.split(":", 1)) for p in args.pair or []]
-    bad = [p for p in args.pair or [] if ":" not in p or "" in p.split(":", 1)]
+    split = [(text, text.partition(":")) for text in args.pair or []]
+    pairs = [(a, b) for _, (a, _, b) in split]
+    bad = [text for text, (a, colon, b) in split if not (a and colon and b)]
     if bad:
         parser.error(f"--pair takes RUN_A:RUN_B, got {bad}")
     if args.a or args.b:

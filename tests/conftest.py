@@ -16,7 +16,8 @@ os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
 # Every Spark driver of the suite (ours and the DAG's spark-submits) is a short-lived JVM on
 # tiny data: C1-only JIT cuts its CPU time by about a third, the class-data-sharing archive
 # of `make setup` its class loading (see the Makefile and lake/jvm.py).
-os.environ.setdefault("SPARK_SUBMIT_OPTS", f"-XX:TieredStopAtLevel=1 {jvm.options()}".strip())
+if "SPARK_SUBMIT_OPTS" not in os.environ:  # make test sets it; direct pytest runs get the same
+    os.environ["SPARK_SUBMIT_OPTS"] = f"-XX:TieredStopAtLevel=1 {jvm.options()}".strip()
 
 
 def pytest_collection_modifyitems(config, items):
