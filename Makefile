@@ -113,7 +113,7 @@ bench: setup  ## benchmarks (JSON under benchmarks/results/): ingest+curate, bui
 	$(PY) benchmarks/ingest_curate.py --patents $${BENCH_PATENTS:-100000}
 	$(PY) benchmarks/build_pairs.py --patents $${BENCH_PATENTS:-100000}
 	$(PY) benchmarks/trainer_cpu.py --steps 40
-	$(PY) benchmarks/stage2.py --patents $${BENCH_STAGE2_PATENTS:-50000}
+	$(PY) benchmarks/stage2.py --patents $${BENCH_STAGE2_PATENTS:-20000} --k 100 500 2000 --compare-queries 1000
 	$(PY) benchmarks/eval_metrics.py --candidates 300000 --queries 1000
 	$(PY) benchmarks/startup.py --repeats 3
 

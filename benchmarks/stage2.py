@@ -1,14 +1,15 @@
-"""Benchmark: Stage II candidates + triplets, query views/s with the time split by step, and
-the dense-negative step against sentence-transformers' mine_hard_negatives(use_faiss=True).
+"""Benchmark: Stage II candidates + triplets, query views/s with the time split by step and
+by k, and the dense-negative step against sentence-transformers' mine_hard_negatives.
 
 Prepares a lake from a generated corpus (default 50,000 patents; generate -> ingest ->
 curate -> split, not timed), then times on local[2]: prepare_retrieval, encoding (candidate
 TACs and query views, the untrained tiny Qwen3 as mining encoder), BM25 indexing, FAISS
-indexing, mine_candidates and build_triplets. Then, on the same model and texts (a sample
+indexing, then mine_candidates and build_triplets at each --k (smallest first; each rerun
+replaces the tables). Then, unless --compare-queries 0, on the same model and texts (a sample
 of query views against the whole candidate pool), our dense step (encode + FAISS top-k) vs
-mine_hard_negatives (encode + FAISS + its filtering), as a ratio.
+mine_hard_negatives (encode + FAISS + its filtering, at the largest k), as a ratio.
 
-    python benchmarks/stage2.py --patents 50000 --k 200
+    python benchmarks/stage2.py --patents 20000 --k 100 500 2000 --compare-queries 0
 """
 
 from __future__ import annotations
@@ -89,11 +90,20 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--patents", type=int, default=50_000)
     parser.add_argument(
-        "--k", type=int, default=200, help="candidates per query view (paper: 2000)"
+        "--k", type=int, nargs="+", default=[200], help="candidates per query view (paper: 2000)"
     )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--model", default="builtin:qwen3-tiny")
-    parser.add_argument("--compare-queries", type=int, default=2000)
+    parser.add_argument(
+        "--triplets-k",
+        type=int,
+        nargs="*",
+        default=None,
+        help="run build_triplets only after mining at these k (default: every k)",
+    )
+    parser.add_argument(
+        "--compare-queries", type=int, default=2000, help="0: skip the mine_hard_negatives run"
+    )
     parser.add_argument("--max-length", type=int, default=256, help="encoder max tokens")
     parser.add_argument("--work", default=str(Path(__file__).resolve().parent / "work" / "stage2"))
     parser.add_argument("--master", default="local[2]")
@@ -154,39 +164,66 @@ def main(argv: list[str] | None = None) -> int:
         index.main(
             ["faiss", "--lake", lake, "--encoder", "bench", "--out", str(retrieval / "faiss")]
         )
-    with timed("mine_candidates", steps):
-        mined = mine_candidates.run(spark, lake, str(retrieval), "bench", k=args.k)
-    with timed("build_triplets", steps):
-        built = build_triplets.run(spark, lake, seed=13, validation_size=2000)
-    total = sum(steps.values())
     views = manifest["query_views"]
-    comparison = dense_comparison(
-        retrieval, args.model, args.compare_queries, args.k, args.max_length
+    by_k = {}
+    for k in sorted(args.k):
+        seconds: dict[str, float] = {}
+        with timed("mine_candidates", seconds):
+            mined = mine_candidates.run(spark, lake, str(retrieval), "bench", k=k)
+        built = {}
+        if args.triplets_k is None or k in args.triplets_k:
+            with timed("build_triplets", seconds):
+                built = build_triplets.run(spark, lake, seed=13, validation_size=2000)
+        by_k[str(k)] = {
+            "seconds": seconds,
+            "candidate_rows": mined["candidate_rows"],
+            "stored_rows": mined["query_views"],
+            "stored_bytes": spark.sql(
+                f"DESCRIBE DETAIL delta.`{lake}/gold/stage2_candidates`"
+            ).first()["sizeInBytes"],
+            "query_views_per_second_mining": round(views / seconds["mine_candidates"], 2),
+        }
+        if built:
+            by_k[str(k)].update(
+                examples=built["examples"],
+                validation_examples=built["validation_examples"],
+                query_views_per_second_triplets=round(views / seconds["build_triplets"], 2),
+            )
+        print(
+            f"k={k}: mining {views / seconds['mine_candidates']:.1f} query views/s, "
+            f"{mined['candidate_rows']:,} candidates in {mined['query_views']:,} rows"
+            + (f", build_triplets {views / seconds['build_triplets']:.1f}/s" if built else "")
+        )
+    largest = by_k[str(max(args.k))]
+    total = sum(steps.values()) + sum(largest["seconds"].values())
+    comparison = (
+        dense_comparison(retrieval, args.model, args.compare_queries, max(args.k), args.max_length)
+        if args.compare_queries
+        else None
     )
     write_result(
         "stage2",
         {
             "machine": machine(args.master),
             "patents": args.patents,
-            "k": args.k,
+            "k": sorted(args.k),
             "model": args.model,
             "max_length": args.max_length,
             "candidate_pool": manifest["candidates"],
             "query_views": views,
-            "candidate_rows": mined["candidate_rows"],
-            "examples": built["examples"],
-            "validation_examples": built["validation_examples"],
-            "seconds": {**prep, **steps, "candidates_plus_triplets": round(total, 2)},
-            "query_views_per_second": round(views / total, 2),
-            "query_views_per_second_mining_only": round(views / steps["mine_candidates"], 2),
+            "seconds": {**prep, **steps, "candidates_plus_triplets_at_largest_k": round(total, 2)},
+            "by_k": by_k,
+            "query_views_per_second_at_largest_k": round(views / total, 2)
+            if "build_triplets" in largest["seconds"]
+            else None,
             "dense_step_vs_mine_hard_negatives": comparison,
         },
         args.out,
     )
-    print(
-        f"{views / total:.1f} query views/s end to end; dense step speed-up vs mine_hard_negatives: "
-        f"{comparison['ratio_xembed_speedup']}x"
-    )
+    if "build_triplets" in largest["seconds"]:
+        print(f"{views / total:.1f} query views/s end to end at k={max(args.k)}")
+    if comparison:
+        print(f"dense step speed-up vs mine_hard_negatives: {comparison['ratio_xembed_speedup']}x")
     return 0
 
 

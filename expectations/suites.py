@@ -313,11 +313,24 @@ def gold_stage1_stats():
 def gold_stage2_candidates():
     return [
         _not_empty(),
-        *_key("query_id", "query_view", "cand_id"),
-        _c(gx.expectations.ExpectColumnValuesToNotBeNull(column="dense_score")),
-        _c(gx.expectations.ExpectColumnValuesToBeBetween(column="bm25_rank", min_value=1)),
+        *_key("query_id", "query_view"),
         _c(gx.expectations.ExpectColumnValuesToBeBetween(column="n_available", min_value=1)),
-        _rows("no evaluation family among candidates", f"cand_id IN ({_EXCLUDED_IDS})"),
+        _rows(
+            "one id, dense score, BM25 rank and BM25 score per candidate",
+            "size(cand_ids) <> n_available OR size(dense_scores) <> n_available "
+            "OR size(bm25_ranks) <> n_available OR size(bm25_scores) <> n_available",
+        ),
+        _rows(
+            "candidates are unique per query view", "size(array_distinct(cand_ids)) <> n_available"
+        ),
+        _rows(
+            "every candidate has a dense score; BM25 ranks start at 1",
+            "exists(dense_scores, s -> s IS NULL OR isnan(s)) OR exists(bm25_ranks, r -> r < 1)",
+        ),
+        _rows(
+            "no evaluation family among candidates",
+            f"arrays_overlap(cand_ids, ({_EXCLUDED_ID_ARRAY}))",
+        ),
     ]
 
 

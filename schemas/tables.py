@@ -260,20 +260,22 @@ INDEX_EMBEDDINGS = TableSpec(
 
 GOLD_STAGE2_CANDIDATES = TableSpec(
     "gold/stage2_candidates",
-    "Retrieval candidates per training query view (BM25 union dense), before filtering.",
+    "Retrieval candidates per training query view (BM25 union dense), before filtering: one row "
+    "per query view, its candidates as parallel arrays in union order (alternating BM25 and dense "
+    "ranks), so k = 2,000 costs one row per view, not 2,000.",
     (
         req("query_id", "string"),
         req("query_view", "string"),
         req("query_lang", "string"),
-        req("cand_id", "string"),
-        col("dense_score", "float"),
-        col("bm25_rank", "int"),
-        col("bm25_score", "float"),
         req(
             "n_available", "int", "candidates available for this query view (2,000 unless flagged)"
         ),
+        req("cand_ids", "array<string>", "n_available unique candidates, union order"),
+        req("dense_scores", "array<float>", "dense score of each candidate (all of them)"),
+        req("bm25_ranks", "array<int>", "BM25 rank of each candidate; null where BM25 missed it"),
+        req("bm25_scores", "array<float>", "BM25 score of each candidate; null where missed"),
     ),
-    keys=("query_id", "query_view", "cand_id"),
+    keys=("query_id", "query_view"),
     partition_by=("query_view",),
 )
 

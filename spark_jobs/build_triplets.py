@@ -52,7 +52,8 @@ def run(
         patents = job.read("silver/patents")
         excluded = job.read("silver/excluded_families")
         citations = job.read("bronze/citations")
-        candidates = job.read("gold/stage2_candidates")
+        compact = job.read("gold/stage2_candidates")
+        candidates = triplet_rules.candidate_rows(compact)
         views = in_landscape(job.read("silver/views"), patents, landscape)
         pool_ids = retrieval_inputs.candidates(patents, retrieval_inputs.pool_tac(views, excluded))
         positives = retrieval_inputs.positives(patents, citations, pool_ids).join(
@@ -77,10 +78,8 @@ def run(
         pool_rows = triplet_rules.pool(
             sampled.join(kept_views, list(triplet_rules._QV), "left_semi"), a_rows, kept_views
         )
-        query_langs = (
-            candidates.select(*triplet_rules._QV, "query_lang")
-            .distinct()
-            .join(queries.select("query_id", "query_family_id"), "query_id")
+        query_langs = compact.select(*triplet_rules._QV, "query_lang").join(
+            queries.select("query_id", "query_family_id"), "query_id"
         )
         full = triplet_rules.examples(pool_rows, positives, query_langs, seed).persist(
             StorageLevel.MEMORY_AND_DISK
@@ -93,7 +92,7 @@ def run(
         write_audited(job, training, "gold/stage2_examples", **_AUDIT)
         write_audited(job, validation, "gold/stage2_validation", **_AUDIT)
 
-        all_views = candidates.select(*triplet_rules._QV).distinct()
+        all_views = compact.select(*triplet_rules._QV)
         drops = [
             _dropped(
                 all_views.join(

@@ -8,6 +8,7 @@ from deltalake import DeltaTable
 from pyspark.sql import functions as F
 
 from retrieval.search import Bm25, build_bm25_index, union_candidates
+from schemas import table
 from spark_jobs.lib import triplets as triplet_rules
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
@@ -66,14 +67,23 @@ def test_union_alternates_bm25_and_dense_to_k_unique():
 
 def test_candidates_have_dense_scores_and_exactly_k_when_the_pool_allows(stage2):
     lake, _, mined, _ = stage2
-    cands = delta(lake, "gold/stage2_candidates")
-    assert cands.dense_score.notna().all()
-    per_view = cands.groupby(["query_id", "query_view"]).agg(
-        n=("cand_id", "size"), avail=("n_available", "first"), unique=("cand_id", "nunique")
+    views = delta(lake, "gold/stage2_candidates")  # one row per query view, arrays
+    assert (
+        mined["query_views"] == len(views) == len(views.drop_duplicates(["query_id", "query_view"]))
     )
-    assert (per_view.n == per_view.avail).all() and (per_view.n == per_view.unique).all()
-    assert (per_view.n <= 120).all() and mined["query_views"] == len(per_view)
-    assert cands.bm25_rank.notna().any() and cands.bm25_rank.isna().any()
+    for v in views.itertuples():
+        n = v.n_available
+        assert n == len(v.cand_ids) == len(set(v.cand_ids)) == len(v.dense_scores) <= 120
+        assert len(v.bm25_ranks) == len(v.bm25_scores) == n
+        assert not pd.isna(v.dense_scores).any()
+        ranked = [r for r in v.bm25_ranks if not pd.isna(r)]
+        # unique ranks; BM25's top hit always enters the union first
+        assert len(set(ranked)) == len(ranked) and (not ranked or min(ranked) == 1)
+        if ranked:
+            assert v.bm25_ranks[0] == 1
+    assert mined["candidate_rows"] == views.n_available.sum()
+    ranks = pd.Series([r for v in views.bm25_ranks for r in v])
+    assert ranks.notna().any() and ranks.isna().any() and mined["bm25_hits"] == ranks.notna().sum()
 
 
 def test_examples_obey_every_negative_rule(stage2):
@@ -152,15 +162,15 @@ def hand_built(spark):
         16: None,
         17: None,
     }
-    rows = [("Q", "ABS", "zh", f"C{i:02d}", 1.0 - i * 0.05, bm25[i], None, 18) for i in range(18)]
-    rows.append(("Q", "ABS", "zh", "LATE", 0.99, 1, None, 18))  # published after Q's filing
-    rows.append(("Q", "ABS", "zh", "QF", 0.98, 2, None, 18))  # Q's own family
-    rows.append(("Q", "ABS", "zh", "PF", 0.97, 3, None, 18))  # the positive's family
-    candidates = spark.createDataFrame(
-        rows,
-        "query_id string, query_view string, query_lang string, cand_id string, "
-        "dense_score double, bm25_rank int, bm25_score double, n_available int",
+    rows = [("Q", "ABS", "zh", f"C{i:02d}", 1.0 - i * 0.05, bm25[i], None) for i in range(18)]
+    rows.append(("Q", "ABS", "zh", "LATE", 0.99, 1, None))  # published after Q's filing
+    rows.append(("Q", "ABS", "zh", "QF", 0.98, 2, None))  # Q's own family
+    rows.append(("Q", "ABS", "zh", "PF", 0.97, 3, None))  # the positive's family
+    compact = spark.createDataFrame(  # the stored form: one row per query view
+        [("Q", "ABS", "zh", len(rows), *([list(c) for c in zip(*rows, strict=True)][3:7]))],
+        table("gold/stage2_candidates").spark_schema(),
     )
+    candidates = triplet_rules.candidate_rows(compact)
     langs = {f"C{i:02d}": ("zh" if i % 3 == 0 else "en") for i in range(18)}
     pool = spark.createDataFrame(
         [(c, lang) for c, lang in langs.items()]

@@ -64,6 +64,17 @@ def allowed(rows: DataFrame, queries: DataFrame, cands: DataFrame, pos: DataFram
     )
 
 
+def candidate_rows(compact: DataFrame) -> DataFrame:
+    """gold/stage2_candidates (one row per query view, arrays) as one row per candidate."""
+    zipped = F.arrays_zip(
+        F.col("cand_ids").alias("cand_id"),
+        F.col("dense_scores").alias("dense_score"),
+        F.col("bm25_ranks").alias("bm25_rank"),
+        F.col("bm25_scores").alias("bm25_score"),
+    )
+    return compact.select(*_QV, "query_lang", F.inline(zipped))
+
+
 def filter_candidates(
     candidates: DataFrame, queries: DataFrame, cands: DataFrame, pos: DataFrame
 ) -> DataFrame:
