@@ -36,6 +36,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from benchmarks._common import machine, write_result  # noqa: E402
+from lake import jvm  # noqa: E402
 
 MODELS = ("bm25", "base", "stage1", "sft", "xembed")
 COMPARISONS = (("base", "xembed"), ("sft", "xembed"), ("base", "stage1"))
@@ -57,8 +58,8 @@ def run_pipeline(args, work: Path) -> float:
         "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "GX_ANALYTICS_ENABLED": "False",
-        # ~30 short-lived JVMs: C1-only JIT saves a third of their CPU (see the Makefile)
-        "SPARK_SUBMIT_OPTS": os.environ.get("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1"),
+        # ~30 short-lived JVMs: the demo's JVM options (lake/jvm.py, the Makefile)
+        "SPARK_SUBMIT_OPTS": os.environ.get("SPARK_SUBMIT_OPTS", jvm.local_options()),
     }
     conf = {
         "lake": str(work / "lake"),

@@ -5,13 +5,18 @@ classes (Spark, Delta, Hadoop, Parquet) from jars. ``make setup`` runs one small
 under ``-XX:ArchiveClassesAtExit`` and keeps the loaded classes in an archive the JDK maps
 into later JVMs instead of loading them again; ``benchmarks/startup.py`` measures the gain.
 
-    python -m lake.jvm archive   # dump it (once; again after the JDK or the jars change)
-    python -m lake.jvm options   # the JVM options that use it ("" when there is none)
+    python -m lake.jvm archive [--if-missing]  # dump it (once; again after a JDK or jar change)
+    python -m lake.jvm options   # JVM options for short local runs (C1 JIT + the archive)
 
 The archive's name holds a hash of the JDK and of the jar list, so an archive made for other
 jars or another JDK is never offered; ``-Xshare:auto`` makes a JVM that cannot map it start
-normally. ``make demo`` and ``make test`` add these options (with C1-only JIT) to
-``SPARK_SUBMIT_OPTS``, which every local driver JVM reads (spark-submit and pyspark alike).
+normally. ``make demo`` and ``make test`` put ``local_options()`` in ``SPARK_SUBMIT_OPTS``,
+which every local driver JVM reads (spark-submit and pyspark alike): the archive, C1-only JIT
+(short jobs on tiny data finish before C2 pays off) and a 240 MB code cache. C1-only JIT
+alone gets the JDK's non-tiered 48 MB cache, which a driver fills within one ingest + curate;
+the JVM then switches its JIT compiler off ("CodeCache is full. Compiler has been disabled")
+and every query compiled after that (each test of a pytest worker's session, each later
+stage of a demo job) runs interpreted.
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ from lake.jars import cache_dir, pyspark_jars_dir
 from lake.session import build_session
 
 QUIET = "-Xshare:auto -Xlog:cds=off -Xlog:cds+dynamic=off"
+# C1-only JIT with the code cache tiered compilation would have had (240 MB, not 48 MB)
+C1_JIT = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 
 
 def java() -> str:
@@ -47,10 +54,15 @@ def archive_path() -> Path:
     return cache_dir().parent / "cds" / f"spark-{key}.jsa"
 
 
-def options() -> str:
+def cds_options() -> str:
     """JVM options that map the archive, or "" when it has not been dumped for this setup."""
     path = archive_path()
     return f"-XX:SharedArchiveFile={path} {QUIET}" if path.exists() else ""
+
+
+def local_options() -> str:
+    """JVM options for the short local driver runs of the demo and the tests."""
+    return f"{C1_JIT} {cds_options()}".strip()
 
 
 def archive() -> Path:
@@ -111,11 +123,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("command", choices=["archive", "options", "exercise"])
     parser.add_argument("scratch", nargs="?", help="(exercise) a scratch folder")
+    parser.add_argument(
+        "--if-missing", action="store_true", help="(archive) keep an archive already dumped"
+    )
     args = parser.parse_args(argv)
     if args.command == "exercise":
         exercise(args.scratch)
     elif args.command == "options":
-        print(options())
+        print(local_options())
+    elif args.if_missing and archive_path().exists():
+        print(f"JVM class archive ready: {archive_path()}")
     else:
         print(f"JVM class archive ready: {archive()}")
     return 0

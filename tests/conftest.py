@@ -13,11 +13,11 @@ os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
 # Airflow imported by the tests must not touch ~/airflow.
 os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="xembed-tests-airflow-"))
 os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
-# Every Spark driver of the suite (ours and the DAG's spark-submits) is a short-lived JVM on
-# tiny data: C1-only JIT cuts its CPU time by about a third, the class-data-sharing archive
-# of `make setup` its class loading (see the Makefile and lake/jvm.py).
+# Every Spark driver of the suite (ours and the DAG's spark-submits) runs on tiny data: C1-only
+# JIT with a full-size code cache and the class-data-sharing archive of `make setup` (see the
+# Makefile and lake/jvm.py).
 if "SPARK_SUBMIT_OPTS" not in os.environ:  # make test sets it; direct pytest runs get the same
-    os.environ["SPARK_SUBMIT_OPTS"] = f"-XX:TieredStopAtLevel=1 {jvm.options()}".strip()
+    os.environ["SPARK_SUBMIT_OPTS"] = jvm.local_options()
 
 
 def pytest_collection_modifyitems(config, items):
