@@ -36,6 +36,35 @@ def timed(label: str, into: dict):
     print(f"{label}: {into[label]:.1f}s", flush=True)
 
 
+def prepare_lake(
+    spark, work: Path, patents: int, seed: int, seconds: dict | None = None, split: bool = True
+) -> dict:
+    """generate -> ingest -> curate (-> split at 2025-01-01) into work/sample and work/lake;
+    each step's seconds go into `seconds` when given. Returns each step's metrics."""
+    from datetime import date
+
+    from spark_jobs import curate, ingest
+    from spark_jobs import split as split_job
+    from spark_jobs.lib.sample.generate import generate
+
+    sample, lake = str(work / "sample"), str(work / "lake")
+    steps = {
+        "generate": lambda: generate(spark, sample, patents, seed, 0.02),
+        "ingest": lambda: ingest.run(spark, lake, sample, "google_patents"),
+        "curate": lambda: curate.run(spark, lake),
+    }
+    if split:
+        steps["split"] = lambda: split_job.run(spark, lake, date(2025, 1, 1))
+    metrics = {}
+    for name, step in steps.items():
+        if seconds is None:
+            metrics[name] = step()
+        else:
+            with timed(name, seconds):
+                metrics[name] = step()
+    return metrics
+
+
 def write_result(name: str, result: dict, out: str | None = None) -> Path:
     result = {
         "benchmark": name,

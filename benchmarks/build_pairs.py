@@ -14,11 +14,10 @@ from __future__ import annotations
 import argparse
 import shutil
 import sys
-from datetime import date
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import machine, size_bytes, timed, write_result
+from _common import machine, prepare_lake, size_bytes, timed, write_result
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -33,20 +32,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from lake import build_session
-    from spark_jobs import build_pairs, curate, ingest, split
-    from spark_jobs.lib.sample.generate import generate
+    from spark_jobs import build_pairs
 
     work = Path(args.work)
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     spark = build_session("xembed-bench-build-pairs", args.master)
-    sample, lake = work / "sample", work / "lake"
+    lake = work / "lake"
     prep: dict[str, float] = {}
     with timed("prepare_lake", prep):
-        generate(spark, str(sample), args.patents, args.seed, 0.02)
-        ingest.run(spark, str(lake), str(sample), "google_patents")
-        curate.run(spark, str(lake))
-        split.run(spark, str(lake), date(2025, 1, 1))
+        prepare_lake(spark, work, args.patents, args.seed)
 
     seconds: dict[str, float] = {}
     views_path = lake / "silver" / "views"

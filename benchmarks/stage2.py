@@ -18,11 +18,10 @@ import argparse
 import shutil
 import sys
 import time
-from datetime import date
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import machine, timed, write_result
+from _common import machine, prepare_lake, timed, write_result
 
 
 def dense_comparison(retrieval: Path, model: str, n_queries: int, k: int, max_length: int) -> dict:
@@ -86,6 +85,53 @@ def dense_comparison(retrieval: Path, model: str, n_queries: int, k: int, max_le
     }
 
 
+def retrieval_steps(
+    spark, lake: str, retrieval: Path, model: str, max_length: int, seconds: dict
+) -> dict:
+    """prepare_retrieval, both encodes ("bench" encoder), the BM25 and FAISS indexes, each
+    timed into `seconds`; returns prepare_retrieval's manifest."""
+    from evaluation import encode, index
+    from spark_jobs import prepare_retrieval
+
+    with timed("prepare_retrieval", seconds):
+        manifest = prepare_retrieval.run(spark, lake, str(retrieval))
+    for kind in ("tac", "query"):
+        with timed(f"encode_{kind}", seconds):
+            encode.main(
+                [
+                    "--model",
+                    model,
+                    "--retrieval",
+                    str(retrieval),
+                    "--kind",
+                    kind,
+                    "--lake",
+                    lake,
+                    "--encoder-name",
+                    "bench",
+                    "--batch-size",
+                    "64",
+                    "--max-length",
+                    str(max_length),
+                ]
+            )
+    with timed("bm25_index", seconds):
+        index.main(
+            [
+                "bm25",
+                "--collections",
+                str(retrieval / "bm25"),
+                "--out",
+                str(retrieval / "bm25_index"),
+            ]
+        )
+    with timed("faiss_index", seconds):
+        index.main(
+            ["faiss", "--lake", lake, "--encoder", "bench", "--out", str(retrieval / "faiss")]
+        )
+    return manifest
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--patents", type=int, default=50_000)
@@ -110,60 +156,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
 
-    from evaluation import encode, index
     from lake import build_session
-    from spark_jobs import build_triplets, curate, ingest, mine_candidates, prepare_retrieval, split
-    from spark_jobs.lib.sample.generate import generate
+    from spark_jobs import build_triplets, mine_candidates
 
     work = Path(args.work)
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     spark = build_session("xembed-bench-stage2", args.master)
-    sample, lake, retrieval = work / "sample", str(work / "lake"), work / "retrieval"
+    lake, retrieval = str(work / "lake"), work / "retrieval"
     prep: dict[str, float] = {}
     with timed("prepare_lake", prep):
-        generate(spark, str(sample), args.patents, args.seed, 0.02)
-        ingest.run(spark, lake, str(sample), "google_patents")
-        curate.run(spark, lake)
-        split.run(spark, lake, date(2025, 1, 1))
+        prepare_lake(spark, work, args.patents, args.seed)
 
     steps: dict[str, float] = {}
-    with timed("prepare_retrieval", steps):
-        manifest = prepare_retrieval.run(spark, lake, str(retrieval))
-    for kind in ("tac", "query"):
-        with timed(f"encode_{kind}", steps):
-            encode.main(
-                [
-                    "--model",
-                    args.model,
-                    "--retrieval",
-                    str(retrieval),
-                    "--kind",
-                    kind,
-                    "--lake",
-                    lake,
-                    "--encoder-name",
-                    "bench",
-                    "--batch-size",
-                    "64",
-                    "--max-length",
-                    str(args.max_length),
-                ]
-            )
-    with timed("bm25_index", steps):
-        index.main(
-            [
-                "bm25",
-                "--collections",
-                str(retrieval / "bm25"),
-                "--out",
-                str(retrieval / "bm25_index"),
-            ]
-        )
-    with timed("faiss_index", steps):
-        index.main(
-            ["faiss", "--lake", lake, "--encoder", "bench", "--out", str(retrieval / "faiss")]
-        )
+    manifest = retrieval_steps(spark, lake, retrieval, args.model, args.max_length, steps)
     views = manifest["query_views"]
     by_k = {}
     for k in sorted(args.k):

@@ -1,18 +1,23 @@
 """Benchmark: the fixed cost of one short Spark job, before and after the start-up work.
 
 A DAG run or a test session starts dozens of local driver JVMs on tiny data; each pays for
-loading Spark's classes and warming the JIT before it does any work. This script prepares a
-small lake once (generate -> ingest -> curate, not timed), then runs through `spark-submit`,
-`--repeats` times under each JVM setting (interleaved, so drift hits all alike):
-  empty  a job that starts a Delta-enabled session and stops it (pure fixed cost)
-  split  spark_jobs/split.py on that lake (a real short job: pinned reads, two table
-         writes, the leakage self-check, the run record)
+loading Spark's classes and warming the JIT before it does any work, and a pytest worker runs
+its whole share of the suite in one driver. This script prepares a small lake once
+(generate -> ingest -> curate, not timed), then runs through `spark-submit`, `--repeats`
+times under each JVM setting (interleaved, so drift hits all alike):
+  empty    a job that starts a Delta-enabled session and stops it (pure fixed cost)
+  split    spark_jobs/split.py on that lake (a real short job: pinned reads, two table
+           writes, the leakage self-check, the run record)
+  session  one driver doing what a test worker does: generate -> ingest -> curate on a
+           fresh lake, then split twice (`--session-repeats` times; c1+cds and local only)
 settings:
   default  no JVM options (a plain spark-submit)
-  c1       -XX:TieredStopAtLevel=1 (C1-only JIT; what make demo / make test used before)
+  c1       -XX:TieredStopAtLevel=1 (C1-only JIT; what make demo / make test used first)
   c1+cds   c1 plus the class-data-sharing archive of `python -m lake.jvm archive`
-and writes benchmarks/results/startup.json: median seconds per job and setting, and the
-ratio before (c1) / after (c1+cds).
+  local    `python -m lake.jvm options`, what make demo / make test use now: c1+cds with a
+           240 MB code cache (C1 alone gets 48 MB, fills it, and disables the JIT)
+and writes benchmarks/results/startup.json: median seconds per job and setting, and each
+setting's median over local's (c1 / local is before / after the whole start-up work).
 
     python benchmarks/startup.py --repeats 3
 """
@@ -30,21 +35,39 @@ from datetime import date
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import machine, timed, write_result
+from _common import machine, prepare_lake, timed, write_result
 
 ROOT = Path(__file__).resolve().parents[1]
 EMPTY_JOB = """
 from lake import build_session
 build_session("xembed-bench-empty").stop()
 """
+SESSION_JOB = """
+import shutil, sys
+from datetime import date
+from pathlib import Path
+
+sys.path.insert(0, {bench!r})
+from _common import prepare_lake
+from lake import build_session
+from spark_jobs import split
+
+work, patents = Path(sys.argv[1]), int(sys.argv[2])
+spark = build_session("xembed-bench-session")
+prepare_lake(spark, work, patents, 7, split=False)
+for _ in range(2):
+    split.run(spark, str(work / "lake"), date(2025, 1, 1))
+spark.stop()
+shutil.rmtree(work)
+"""
 
 
 def settings() -> dict[str, str]:
     from lake import jvm
 
-    cds = jvm.options() or f"-XX:SharedArchiveFile={jvm.archive()} {jvm.QUIET}"
+    cds = jvm.cds_options() or f"-XX:SharedArchiveFile={jvm.archive()} {jvm.QUIET}"
     c1 = "-XX:TieredStopAtLevel=1"
-    return {"default": "", "c1": c1, "c1+cds": f"{c1} {cds}"}
+    return {"default": "", "c1": c1, "c1+cds": f"{c1} {cds}", "local": f"{jvm.C1_JIT} {cds}"}
 
 
 def submit(script: str, args: list[str], options: str, master: str) -> float:
@@ -66,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--patents", type=int, default=300)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--session-repeats", type=int, default=2)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--work", default=str(Path(__file__).resolve().parent / "work" / "startup"))
@@ -73,50 +97,51 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from lake import build_session
-    from spark_jobs import curate, ingest
-    from spark_jobs.lib.sample.generate import generate
 
     work = Path(args.work)
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
-    lake, sample = work / "lake", work / "sample"
+    lake = work / "lake"
     prep: dict[str, float] = {}
     with timed("prepare_lake", prep):
         spark = build_session("xembed-bench-startup", args.master)
-        generate(spark, str(sample), args.patents, args.seed, 0.02)
-        ingest.run(spark, str(lake), str(sample), "google_patents")
-        curate.run(spark, str(lake))
+        prepare_lake(spark, work, args.patents, args.seed, split=False)
         spark.stop()
     empty = work / "jobs" / "empty_job.py"  # not beside ./lake, which would shadow the package
     empty.parent.mkdir()
     empty.write_text(EMPTY_JOB)
-    jobs = {
-        "empty": (str(empty), []),
+    session = work / "jobs" / "session_job.py"
+    session.write_text(SESSION_JOB.format(bench=str(Path(__file__).resolve().parent)))
+    options = settings()
+    jobs = {  # job: (script, arguments, settings, repeats)
+        "empty": (str(empty), [], list(options), args.repeats),
         "split": (
             "spark_jobs/split.py",
             ["--lake", str(lake), "--eval-cutoff", str(date(2025, 1, 1))],
+            list(options),
+            args.repeats,
+        ),
+        "session": (
+            str(session),
+            [str(work / "session"), str(args.patents)],
+            ["c1+cds", "local"],
+            args.session_repeats,
         ),
     }
-    options = settings()
-    seconds: dict[str, dict[str, list[float]]] = {j: {s: [] for s in options} for j in jobs}
-    for repeat in range(args.repeats):
-        for job, (script, job_args) in jobs.items():
-            for setting, jvm_options in options.items():
-                took = submit(script, job_args, jvm_options, args.master)
+    seconds = {job: {s: [] for s in spec[2]} for job, spec in jobs.items()}
+    for repeat in range(max(spec[3] for spec in jobs.values())):
+        for job, (script, job_args, job_settings, repeats) in jobs.items():
+            for setting in job_settings if repeat < repeats else []:
+                took = submit(script, job_args, options[setting], args.master)
                 seconds[job][setting].append(round(took, 2))
-                print(
-                    f"[{repeat + 1}/{args.repeats}] {job:6s} {setting:8s} {took:6.1f}s", flush=True
-                )
+                print(f"[{repeat + 1}/{repeats}] {job:7s} {setting:8s} {took:6.1f}s", flush=True)
     medians = {j: {s: statistics.median(v) for s, v in by.items()} for j, by in seconds.items()}
     ratios = {
-        f"{job}_before_over_after": round(m["c1"] / m["c1+cds"], 2) for job, m in medians.items()
+        f"{job}_{setting}_over_local": round(median / m["local"], 2)
+        for job, m in medians.items()
+        for setting, median in m.items()
+        if setting != "local"
     }
-    ratios.update(
-        {
-            f"{job}_default_over_after": round(m["default"] / m["c1+cds"], 2)
-            for job, m in medians.items()
-        }
-    )
     write_result(
         "startup",
         {
@@ -133,8 +158,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     for job, m in medians.items():
         print(
-            f"{job}: default {m['default']:.1f}s, c1 (before) {m['c1']:.1f}s, "
-            f"c1+cds (after) {m['c1+cds']:.1f}s -> before/after {m['c1'] / m['c1+cds']:.2f}x"
+            f"{job}: "
+            + ", ".join(f"{setting} {median:.1f}s" for setting, median in m.items())
+            + " -> "
+            + ", ".join(
+                f"{setting}/local {median / m['local']:.2f}x"
+                for setting, median in m.items()
+                if setting != "local"
+            )
         )
     return 0
 
