@@ -54,6 +54,22 @@ def project(size: int, seconds: float, b: float | None, target: float) -> float:
     return seconds * (target / size) ** max(b or 1.0, 1.0)
 
 
+def project_to(
+    rows: list[dict], total: str, unit: str, per_unit: str, target: float, cores: int
+) -> dict:
+    """The largest size's `total` seconds carried to the `unit`s (patents, query views) that
+    yield `target` outputs at its `per_unit` yield, as core-hours (seconds x cores)."""
+    last = rows[-1]
+    b = exponent([r["patents"] for r in rows], [r[total] for r in rows])
+    needed = target / last[per_unit]
+    seconds = project(last[unit], last[total], b, needed)
+    return {
+        "growth_exponent": b,
+        f"{unit}_needed": round(needed),
+        "core_hours": round(seconds * cores / 3600, 2),
+    }
+
+
 def stage1(spark, work: Path, patents: int, seed: int) -> dict:
     from spark_jobs import build_pairs
 
@@ -205,30 +221,23 @@ def main(argv: list[str] | None = None) -> int:
 
     projection: dict[str, dict] = {}
     if stage1_rows:
-        last = stage1_rows[-1]
-        b = exponent(
-            [r["patents"] for r in stage1_rows], [r["seconds_stage1_data"] for r in stage1_rows]
+        projection["stage1_25_3M_pairs"] = project_to(
+            stage1_rows,
+            "seconds_stage1_data",
+            "patents",
+            "pairs_per_patent",
+            PAPER_STAGE1_PAIRS,
+            cores,
         )
-        patents = PAPER_STAGE1_PAIRS / last["pairs_per_patent"]
-        seconds = project(last["patents"], last["seconds_stage1_data"], b, patents)
-        projection["stage1_25_3M_pairs"] = {
-            "growth_exponent": b,
-            "patents_needed_at_measured_pairs_per_patent": round(patents),
-            "core_hours": round(seconds * cores / 3600, 2),
-        }
     if stage2_rows:
-        last = stage2_rows[-1]
-        b = exponent(
-            [r["patents"] for r in stage2_rows], [r["seconds_stage2_data"] for r in stage2_rows]
-        )
-        views = PAPER_STAGE2_EXAMPLES / last["examples_per_query_view"]
-        seconds = project(last["query_views"], last["seconds_stage2_data"], b, views)
-        projection["stage2_2_67M_examples"] = {
-            "k": args.k,
-            "growth_exponent": b,
-            "query_views_needed_at_measured_examples_per_view": round(views),
-            "core_hours": round(seconds * cores / 3600, 2),
-        }
+        projection["stage2_2_67M_examples"] = project_to(
+            stage2_rows,
+            "seconds_stage2_data",
+            "query_views",
+            "examples_per_query_view",
+            PAPER_STAGE2_EXAMPLES,
+            cores,
+        ) | {"k": args.k}
     write_result(
         "scaling",
         {
