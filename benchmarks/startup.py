@@ -135,7 +135,9 @@ def main(argv: list[str] | None = None) -> int:
                 took = submit(script, job_args, options[setting], args.master)
                 seconds[job][setting].append(round(took, 2))
                 print(f"[{repeat + 1}/{repeats}] {job:7s} {setting:8s} {took:6.1f}s", flush=True)
-    medians = {j: {s: statistics.median(v) for s, v in by.items()} for j, by in seconds.items()}
+    medians = {
+        j: {s: round(statistics.median(v), 2) for s, v in by.items()} for j, by in seconds.items()
+    }
     ratios = {
         f"{job}_{setting}_over_local": round(median / m["local"], 2)
         for job, m in medians.items()
