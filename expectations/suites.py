@@ -143,6 +143,11 @@ def silver_views():
         _c(gx.expectations.ExpectColumnValuesToBeInSet(column="lang", value_set=LANGS)),
         _c(gx.expectations.ExpectColumnValuesToNotBeNull(column="text")),
         _c(gx.expectations.ExpectColumnValuesToBeBetween(column="n_chars", min_value=1)),
+        _c(
+            gx.expectations.ExpectColumnValuesToMatchRegex(
+                column="text_sha256", regex="^[0-9a-f]{64}$"
+            )
+        ),
     ]
 
 

@@ -69,17 +69,26 @@ def run(
                 "seed": seed,
             }
             job.info(f"citation pairs only between patents published before {cutoff}")
-        candidates = pair_rules.candidate_pairs(
-            pair_rules.view_keys(views), recipe, **graph
-        ).persist(StorageLevel.MEMORY_AND_DISK)
-        distinct = pair_rules.drop_identical(candidates)
-        deduped = pair_rules.drop_duplicate_texts(distinct).persist(StorageLevel.MEMORY_AND_DISK)
-        pairs = deduped
+        candidates = pair_rules.candidate_pairs(pair_rules.view_keys(views), recipe, **graph)
+        # one shuffle groups the candidates by text pair: the drops and all their counters
+        # come from it, and only the grouped rows are kept in memory
+        grouped = pair_rules.group_by_texts(candidates).persist(StorageLevel.MEMORY_AND_DISK)
+        tally = (
+            grouped.groupBy("pair_type", "signal", pair_rules.identical_texts().alias("same"))
+            .agg(F.count("*").alias("n"), F.sum("copies").alias("copies"))
+            .collect()
+        )
+        job.count("pairs_candidates", sum(r["copies"] for r in tally))
+        job.count("dropped_identical_text", sum(r["copies"] for r in tally if r["same"]))
+        distinct = [r for r in tally if not r["same"]]
+        n_deduped = sum(r["n"] for r in distinct)
+        job.count("dropped_duplicate_text_pair", sum(r["copies"] - r["n"] for r in distinct))
+        pairs = pair_rules.different_texts(grouped)
         if family_cap:
             pairs = pair_rules.cap_per_family(pairs, family_cap, seed)
-        grouped = pairs.groupBy("pair_type", "signal").count().collect()
-        counts = {r["pair_type"]: r["count"] for r in grouped}
-        signal_of = {r["pair_type"]: r["signal"] for r in grouped}
+            distinct = pairs.groupBy("pair_type", "signal").agg(F.count("*").alias("n")).collect()
+        counts = {r["pair_type"]: r["n"] for r in distinct}
+        signal_of = {r["pair_type"]: r["signal"] for r in distinct}
         available = sum(counts.values())
         if match_volume_of and target > available:
             raise ValueError(
@@ -119,17 +128,12 @@ def run(
         written = job.read("gold/stage1_pairs").where(F.col("recipe") == name)
         job.write(pair_rules.stats(written), "gold/stage1_stats", replace_where=only_this)
 
-        job.count("pairs_candidates", candidates.count())
-        job.count("dropped_identical_text", job.metrics["pairs_candidates"] - distinct.count())
-        job.count("dropped_duplicate_text_pair", distinct.count() - deduped.count())
-        job.count("dropped_family_cap", deduped.count() - available)
-        job.count("pairs_written", written.count())
-        job.count("dropped_max_pairs", available - job.metrics["pairs_written"])
+        job.count("dropped_family_cap", n_deduped - available)
         if match_volume_of:
             job.count("matched_volume", target)
-        candidates.unpersist()
-        deduped.unpersist()
-        _print_stats(job, name)
+        grouped.unpersist()
+        job.count("pairs_written", _print_stats(job, name))
+        job.count("dropped_max_pairs", available - job.metrics["pairs_written"])
         return job.metrics
 
 
@@ -157,7 +161,9 @@ def _split_cutoff(job: JobRun) -> str:
     return str(cutoff)
 
 
-def _print_stats(job: JobRun, name: str) -> None:
+def _print_stats(job: JobRun, name: str) -> int:
+    """Print recipe ``name``'s rows of gold/stage1_stats, count them per signal and pair
+    type; returns the pairs written."""
     rows = (
         job.read("gold/stage1_stats")
         .where(F.col("recipe") == name)
@@ -177,7 +183,9 @@ def _print_stats(job: JobRun, name: str) -> None:
             job.count(f"pairs_{value}", n)
             if key == "signal":
                 job.info(f"{'signal ' + value:<35} {n:>12,d}")
-    job.info(f"{'total':<35} {sum(r['n_pairs'] for r in rows):>12,d}")
+    total = sum(r["n_pairs"] for r in rows)
+    job.info(f"{'total':<35} {total:>12,d}")
+    return total
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -153,3 +153,17 @@ def gp_record(
     }
     record.update(extra)
     return record
+
+
+def views_frame(spark, rows):
+    """A silver/views DataFrame from (publication_number, family_id, lang, view, text[,
+    n_chars]) rows: text_sha256 (and n_chars when absent) computed as curate computes them."""
+    import hashlib
+
+    from schemas import table
+
+    full = [
+        (*r[:5], r[5] if len(r) > 5 else len(r[4]), hashlib.sha256(r[4].encode()).hexdigest())
+        for r in rows
+    ]
+    return spark.createDataFrame(full, table("silver/views").spark_schema())

@@ -11,7 +11,8 @@ from lake import JobRun, write_table
 from schemas import table
 from spark_jobs import build_pairs, export_training
 from spark_jobs.lib.leakage import LeakageError, write_audited
-from spark_jobs.lib.pairs import quotas, signal_quotas
+from spark_jobs.lib.pairs import quotas, signal_quotas, view_keys
+from tests.conftest import views_frame
 
 pytestmark = pytest.mark.spark
 
@@ -62,14 +63,8 @@ EXPECTED = {
 
 @pytest.fixture
 def corpus(spark, lake):
+    write_table(spark, views_frame(spark, VIEWS), lake, "silver/views")
     views = pd.DataFrame(VIEWS, columns=["publication_number", "family_id", "lang", "view", "text"])
-    views["n_chars"] = views.text.str.len()
-    write_table(
-        spark,
-        spark.createDataFrame(views, table("silver/views").spark_schema()),
-        lake,
-        "silver/views",
-    )
     patents = views.groupby("publication_number").agg(
         family_id=("family_id", "first"), languages=("lang", lambda s: sorted(set(s)))
     )
@@ -177,6 +172,16 @@ def test_family_cap_and_max_pairs_sample_deterministically(spark, corpus):
     # more than available: all of them, with a warning and the shortfall in the counters
     metrics = build_pairs.run(spark, corpus, max_pairs=5000, seed=5)
     assert metrics["pairs_written"] == 15 and metrics["max_pairs_shortfall"] == 5000 - 15
+
+
+def test_view_keys_read_curates_hash_and_hash_older_tables_alike(spark):
+    frame = views_frame(spark, VIEWS)
+    stored = {tuple(r) for r in view_keys(frame).collect()}
+    hashed_here = {tuple(r) for r in view_keys(frame.drop("text_sha256")).collect()}
+    assert stored == hashed_here and len(stored) == len(VIEWS)
+    assert {r.text_hash for r in view_keys(frame).collect()} == {
+        r.text_sha256 for r in frame.collect()
+    }
 
 
 def test_quotas_are_proportional_and_exact():

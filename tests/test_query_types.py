@@ -7,6 +7,7 @@ import pytest
 from schemas import table
 from spark_jobs.lib.query_types import query_texts
 from spark_jobs.lib.summary import sentences, sumbasic, terms
+from tests.conftest import views_frame
 
 
 def test_sumbasic_by_hand():
@@ -46,7 +47,8 @@ def test_sentences_and_terms_in_chinese_and_japanese():
 
 @pytest.mark.spark
 def test_every_query_type_is_built_from_the_silver_tables(spark):
-    views = spark.createDataFrame(
+    views = views_frame(
+        spark,
         [
             ("P1", "F1", "en", "TITLE", "Cup", 3),
             ("P1", "F1", "en", "ABS", "A cup holds tea.", 16),
@@ -63,7 +65,6 @@ def test_every_query_type_is_built_from_the_silver_tables(spark):
             ("P1", "F1", "en", "FIC", "A cup.", 6),
             ("P1", "F1", "zh", "ABS", "杯子。", 3),  # another language: not the query's
         ],
-        table("silver/views").spark_schema(),
     )
     claims = spark.createDataFrame(
         [

@@ -11,7 +11,7 @@ from lake import read_pandas, write_table
 from schemas import table
 from spark_jobs import build_pairs, export_training
 from spark_jobs.lib.pairs import signal_quotas
-from tests.conftest import copy_lake
+from tests.conftest import copy_lake, views_frame
 
 pytestmark = pytest.mark.spark
 
@@ -48,14 +48,7 @@ def corpus(spark, lake):
         for pn, fam, lang, _, _ in PATENTS
         for view in SECTIONS
     ]
-    frame = pd.DataFrame(views, columns=["publication_number", "family_id", "lang", "view", "text"])
-    frame["n_chars"] = frame.text.str.len()
-    write_table(
-        spark,
-        spark.createDataFrame(frame, table("silver/views").spark_schema()),
-        lake,
-        "silver/views",
-    )
+    write_table(spark, views_frame(spark, views), lake, "silver/views")
     patents = [
         (
             pn,

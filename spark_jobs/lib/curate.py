@@ -91,7 +91,9 @@ def with_parsed_claims(texts: DataFrame) -> DataFrame:
 
 
 def views(texts: DataFrame) -> DataFrame:
-    """silver/views rows: ABS, CLAIM, DESC, TAC (title+abstract+claims), FIC and TITLE."""
+    """silver/views rows: ABS, CLAIM, DESC, TAC (title+abstract+claims), FIC and TITLE, each
+    with a non-blank character and the SHA-256 of its text (hashed once here, so pairing never
+    reads the texts)."""
     fic = F.try_element_at(F.filter("parsed_claims", lambda c: c.independent), F.lit(1)).text
     tac = F.when(
         F.col("abstract").isNotNull() | F.col("claims").isNotNull(),
@@ -121,7 +123,8 @@ def views(texts: DataFrame) -> DataFrame:
         F.col("v.view").alias("view"),
         F.col("v.text").alias("text"),
         F.length("v.text").alias("n_chars"),
-    ).where(F.col("text").isNotNull() & (F.length("text") > 0))
+        F.sha2("v.text", 256).alias("text_sha256"),
+    ).where(F.regexp_like("text", F.lit(r"\S")))
 
 
 def claims(texts: DataFrame) -> DataFrame:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from lake import ensure_table, latest_version, table_path
@@ -47,31 +47,43 @@ def find_leaks(
     family_columns: tuple[str, ...] = (),
     id_array_columns: tuple[str, ...] = (),
 ) -> DataFrame:
-    """Rows (column, value) of ``df`` that name an excluded patent or family."""
-    banned_ids = F.broadcast(
-        excluded_publications(patents, excluded_families).withColumnRenamed(
-            "publication_number", "value"
-        )
+    """Rows (column, value) of ``df`` that name an excluded patent or family.
+
+    One scan of ``df``: every checked value becomes a (column, kind, value) row, joined once
+    with the banned publication numbers and family ids (both small, broadcast).
+    """
+    banned = excluded_publications(patents, excluded_families).select(
+        F.lit("id").alias("kind"), F.col("publication_number").alias("value")
     )
-    banned_fams = F.broadcast(
-        excluded_families.select(F.col("family_id").alias("value")).distinct()
+    banned = banned.unionByName(
+        excluded_families.select(
+            F.lit("family").alias("kind"), F.col("family_id").alias("value")
+        ).distinct()
     )
-    probes = []
-    for c in id_columns:
-        probes.append((df.select(F.lit(c).alias("column"), F.col(c).alias("value")), banned_ids))
-    for c in id_array_columns:
-        probes.append(
-            (df.select(F.lit(c).alias("column"), F.explode(c).alias("value")), banned_ids)
-        )
-    for c in family_columns:
-        probes.append((df.select(F.lit(c).alias("column"), F.col(c).alias("value")), banned_fams))
-    leaks = None
-    for values, banned in probes:
-        hit = values.join(banned, "value", "left_semi")
-        leaks = hit if leaks is None else leaks.unionByName(hit)
-    if leaks is None:
+    probes = [F.array(_probe(c, "id", F.col(c))) for c in id_columns]
+    probes += [
+        F.transform(F.coalesce(F.col(c), F.array().cast("array<string>")), _array_probe(c))
+        for c in id_array_columns
+    ]
+    probes += [F.array(_probe(c, "family", F.col(c))) for c in family_columns]
+    if not probes:
         raise ValueError("find_leaks needs at least one id, family or id-array column")
-    return leaks
+    values = df.select(F.explode(F.concat(*probes)).alias("p")).select("p.*")
+    return values.join(F.broadcast(banned), ["kind", "value"], "left_semi").select(
+        "column", "value"
+    )
+
+
+def _probe(column: str, kind: str, value: Column) -> Column:
+    return F.struct(
+        F.lit(column).alias("column"),
+        F.lit(kind).alias("kind"),
+        value.cast("string").alias("value"),
+    )
+
+
+def _array_probe(column: str):
+    return lambda value: _probe(column, "id", value)
 
 
 def audit_no_leakage(
@@ -80,7 +92,7 @@ def audit_no_leakage(
     """Raise LeakageError naming the table, columns and offending values if ``df`` leaks."""
     leaks = find_leaks(df, patents, excluded_families, **columns)
     n = leaks.count()
-    examples = tuple(f"{r['column']}={r['value']}" for r in leaks.limit(10).collect())
+    examples = tuple(f"{r['column']}={r['value']}" for r in leaks.limit(10).collect()) if n else ()
     report = LeakageReport(table, df.count(), n, examples)
     if n:
         raise LeakageError(

@@ -72,9 +72,18 @@ def needs_graph(recipe: str) -> bool:
 
 
 def view_keys(views: DataFrame) -> DataFrame:
-    """The columns pairing needs: keys and a SHA-256 of the text (for identity checks)."""
+    """The columns pairing needs: keys and the SHA-256 of the text (for identity checks).
+
+    The hash is curate's (silver/views.text_sha256), so the texts are not read; a table
+    written before it had that column is hashed here.
+    """
+    keys = ["publication_number", "family_id", "lang", "view"]
+    if "text_sha256" in views.columns:
+        return views.where(F.col("n_chars") > 0).select(
+            *keys, F.col("text_sha256").alias("text_hash")
+        )
     return views.where(F.length(F.trim("text")) > 0).select(
-        "publication_number", "family_id", "lang", "view", F.sha2("text", 256).alias("text_hash")
+        *keys, F.sha2("text", 256).alias("text_hash")
     )
 
 
@@ -244,19 +253,26 @@ def candidate_pairs(
     return out.withColumn("recipe", F.lit(recipe))
 
 
-def drop_identical(pairs: DataFrame) -> DataFrame:
-    """Pairs whose two texts differ (identical texts teach nothing)."""
-    return pairs.where(F.col("anchor_hash") != F.col("positive_hash"))
-
-
-def drop_duplicate_texts(pairs: DataFrame) -> DataFrame:
-    """One pair per pair type and unordered pair of texts; the smallest keys win."""
+def group_by_texts(pairs: DataFrame) -> DataFrame:
+    """One pair per pair type and unordered pair of texts (the smallest keys win), with
+    ``copies``: how many of ``pairs`` it stands for. One shuffle serves both drops and their
+    counters: ``different_texts`` keeps the pairs whose two texts differ."""
     lo = F.least("anchor_hash", "positive_hash").alias("_lo")
     hi = F.greatest("anchor_hash", "positive_hash").alias("_hi")
     rest = [c for c in PAIR_COLUMNS if c != "pair_type"]
     keep = F.min(F.struct(*[F.col(c) for c in rest], "anchor_hash", "positive_hash"))
-    grouped = pairs.groupBy("pair_type", lo, hi).agg(keep.alias("k"))
-    return grouped.select("pair_type", "k.*")
+    grouped = pairs.groupBy("pair_type", lo, hi).agg(keep.alias("k"), F.count("*").alias("copies"))
+    return grouped.select("pair_type", "k.*", "copies")
+
+
+def identical_texts() -> Column:
+    """True for a pair of one text with itself (it teaches nothing)."""
+    return F.col("anchor_hash") == F.col("positive_hash")
+
+
+def different_texts(grouped: DataFrame) -> DataFrame:
+    """The pairs of ``group_by_texts`` whose two texts differ."""
+    return grouped.where(~identical_texts()).drop("copies")
 
 
 _KEY = ("pair_type", "anchor_id", "anchor_lang", "positive_id", "positive_lang")
