@@ -4,6 +4,7 @@ Generates a corpus (default 100,000 patents), then in one Spark session times
   baseline: spark.read.json(export).write.parquet(...)   (the I/O-bound floor)
   ingest:   spark_jobs/ingest.py logic (parse, validate, dedupe, citations, Delta writes)
   curate:   spark_jobs/curate.py logic (texts, claim parsing, views, patents, families)
+(each job's seconds by the line of each Spark action, benchmarks/_actions.py)
 and writes benchmarks/results/ingest_curate.json with the ratio to the baseline.
 
     python benchmarks/ingest_curate.py --patents 100000
@@ -17,6 +18,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _actions import ActionTimer
 from _common import machine, size_bytes, timed, write_result
 
 
@@ -45,10 +47,12 @@ def main(argv: list[str] | None = None) -> int:
         manifest = generate(spark, str(sample), args.patents, args.seed, 0.02)
     with timed("baseline_json_to_parquet", seconds):
         spark.read.json(str(sample)).write.mode("overwrite").parquet(str(work / "baseline"))
-    with timed("ingest", seconds):
+    with timed("ingest", seconds), ActionTimer() as ingest_actions:
         ingest_metrics = ingest.run(spark, str(lake), str(sample), "google_patents")
-    with timed("curate", seconds):
+    ingest_actions.print("ingest", seconds["ingest"])
+    with timed("curate", seconds), ActionTimer() as curate_actions:
         curate_metrics = curate.run(spark, str(lake))
+    curate_actions.print("curate", seconds["curate"])
     seconds["ingest_plus_curate"] = round(seconds["ingest"] + seconds["curate"], 2)
 
     per_s = {
@@ -67,6 +71,10 @@ def main(argv: list[str] | None = None) -> int:
             "seconds": seconds,
             "patents_per_second": per_s,
             "ratio_ingest_plus_curate_to_baseline": ratio,
+            "where_time_goes": {
+                job: {"seconds_in_actions": timer.total(), "top": timer.top()}
+                for job, timer in (("ingest", ingest_actions), ("curate", curate_actions))
+            },
             "rows": {
                 "bronze_publications": ingest_metrics["records_kept"],
                 "citations": ingest_metrics["citations_total"],
