@@ -58,9 +58,8 @@ class ActionTimer:
 
     def _wrap(self, owner: type, name: str) -> None:
         original = inspect.getattr_static(owner, name)  # may live on a base class
-        function = (
-            original.__func__ if isinstance(original, (classmethod, staticmethod)) else original
-        )
+        descriptor = isinstance(original, (classmethod, staticmethod))
+        function = original.__func__ if descriptor else original
 
         @functools.wraps(function)
         def timed(*args, **kwargs):
@@ -76,8 +75,7 @@ class ActionTimer:
                 self.seconds[site] += time.perf_counter() - start
                 self.calls[site] += 1
 
-        wrapped = classmethod(timed) if isinstance(original, classmethod) else timed
-        wrapped = staticmethod(timed) if isinstance(original, staticmethod) else wrapped
+        wrapped = type(original)(timed) if descriptor else timed  # classmethod stays one
         self._saved.append((owner, name, original if name in owner.__dict__ else None))
         setattr(owner, name, wrapped)
 
