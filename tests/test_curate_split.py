@@ -31,6 +31,24 @@ def test_best_text_prefers_complete_and_longest_entry_per_language(spark):
     assert texts["en"]["claims"] is None
 
 
+def test_best_text_breaks_ties_by_length_then_position_and_skips_blank_entries(spark):
+    record = gp_record(lang="en")
+    record["claims_localized"] = [
+        {"text": "1. Short.", "language": "en", "truncated": False},
+        {"text": "1. Longest one.", "language": "en", "truncated": False},
+        {"text": "1. Same size.", "language": "en", "truncated": False},
+    ]
+    record["description_localized"] = [
+        {"text": "First <i>one</i>", "language": "en", "truncated": False},
+        {"text": "Other one", "language": "en", "truncated": False},
+        {"text": " <br> ", "language": "ja", "truncated": False},  # blank once cleaned
+    ]
+    rows = curation.best_texts(bronze(spark, [record])).collect()
+    assert [r["lang"] for r in rows] == ["en"]
+    assert rows[0]["claims"] == "1. Longest one."
+    assert rows[0]["description"] == "First one"  # as long as the second: the earlier wins
+
+
 def test_views_and_claim_graph(spark):
     record = gp_record(
         claims="1. A cup.\n2. The cup of claim 1.\n3. A saucer.", abstract="An abstract."

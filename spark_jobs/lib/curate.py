@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pandas as pd
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from schemas import parse_type
@@ -28,42 +28,61 @@ def clean_text(c: Column) -> Column:
     return F.trim(F.regexp_replace(spaces, r"\s*\n\s*", "\n"))
 
 
+def _preference(truncated: Column) -> Column:
+    """Complete before truncated; an entry that does not say comes first (nulls first)."""
+    return F.when(truncated.isNull(), F.lit(-1)).when(truncated, F.lit(1)).otherwise(F.lit(0))
+
+
+def _ranked_entries(column: str) -> Column:
+    """The cleaned, non-empty entries of one localized field, best first: complete before
+    truncated, then the longest, then the earlier."""
+    cleaned = F.transform(
+        F.coalesce(F.col(column), F.array()),
+        lambda e, i: F.struct(
+            _preference(e.truncated).alias("preference"),
+            e.language.alias("lang"),
+            clean_text(e.text).alias("text"),
+            i.alias("pos"),
+        ),
+    )
+    keyed = F.transform(  # structs sort field by field: preference, -length, position
+        cleaned,
+        lambda e: F.struct(
+            e.preference.alias("preference"),
+            (-F.length(e.text)).alias("neg_length"),
+            e.pos.alias("pos"),
+            e.lang.alias("lang"),
+            e.text.alias("text"),
+        ),
+    )
+    return F.array_sort(F.filter(keyed, lambda e: e.neg_length < 0))
+
+
 def best_texts(publications: DataFrame) -> DataFrame:
     """One row per (patent, language) with its title, abstract, claims and description.
 
     Several entries of one field and language (e.g. a truncated and a full copy) resolve to
-    the complete, longest one; ties go to the earlier entry.
+    the complete, longest one; ties go to the earlier entry. A patent is one bronze row, so
+    this is computed within each row: no shuffle of the texts.
     """
-    parts = [
-        publications.select(
-            "publication_number",
-            "family_id",
-            F.lit(field).alias("field"),
-            F.posexplode(F.col(column)).alias("pos", "e"),
-        )
-        for field, column in TEXT_FIELDS.items()
-    ]
-    entries = parts[0]
-    for p in parts[1:]:
-        entries = entries.unionByName(p)
-    entries = entries.select(
+    ranked = publications.select(
         "publication_number",
         "family_id",
-        "field",
-        "pos",
-        F.col("e.language").alias("lang"),
-        clean_text(F.col("e.text")).alias("text"),
-        F.col("e.truncated").alias("truncated"),
-    ).where(F.length("text") > 0)
-    best = Window.partitionBy("publication_number", "field", "lang").orderBy(
-        F.col("truncated").asc(), F.length("text").desc(), F.col("pos").asc()
+        *[_ranked_entries(column).alias(field) for field, column in TEXT_FIELDS.items()],
     )
-    ranked = entries.withColumn("_rank", F.row_number().over(best)).where(F.col("_rank") == 1)
-    return (
-        ranked.groupBy("publication_number", "family_id", "lang")
-        .pivot("field", list(TEXT_FIELDS))
-        .agg(F.first("text"))
+    langs = F.array_distinct(
+        F.concat(*[F.transform(F.col(field), lambda e: e.lang) for field in TEXT_FIELDS])
     )
+
+    def best(field: str, lang: Column) -> Column:
+        same = F.filter(F.col(field), lambda e: e.lang.eqNullSafe(lang))
+        return F.try_element_at(same, F.lit(1)).text.alias(field)
+
+    per_lang = F.transform(
+        langs,
+        lambda lang: F.struct(lang.alias("lang"), *[best(f, lang) for f in TEXT_FIELDS]),
+    )
+    return ranked.select("publication_number", "family_id", F.inline(per_lang))
 
 
 @F.pandas_udf(parse_type(CLAIMS_TYPE))
