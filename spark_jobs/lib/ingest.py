@@ -354,12 +354,17 @@ def split_duplicates(valid: DataFrame) -> DataFrame:
     Adds ``duplicate``: 'conflict' when one publication_number has records with different
     content (all of them go to quarantine), 'exact' for the 2nd+ copy of identical content
     (dropped, counted), null for the row to keep.
+
+    Only the records of an id seen more than once are ranked; the ids are counted on a narrow
+    column and broadcast, so the full records (texts, raw lines) are never shuffled.
     """
+    keyed = valid.withColumn("_pn", F.trim("publication_number"))
+    repeated = F.broadcast(keyed.groupBy("_pn").count().where(F.col("count") > 1).select("_pn"))
     by_id = Window.partitionBy("_pn")
     ordered = by_id.orderBy("record_hash", "source_file", "raw")
-    keyed = valid.withColumn("_pn", F.trim("publication_number"))
-    return (
-        keyed.withColumn("_n_contents", F.size(F.collect_set("record_hash").over(by_id)))
+    ranked = (
+        keyed.join(repeated, "_pn", "left_semi")
+        .withColumn("_n_contents", F.size(F.collect_set("record_hash").over(by_id)))
         .withColumn("_copy", F.row_number().over(ordered))
         .withColumn(
             "duplicate",
@@ -367,8 +372,12 @@ def split_duplicates(valid: DataFrame) -> DataFrame:
                 F.col("_copy") > 1, F.lit("exact")
             ),
         )
-        .drop("_pn", "_n_contents", "_copy")
+        .drop("_n_contents", "_copy")
     )
+    single = keyed.join(repeated, "_pn", "left_anti").withColumn(
+        "duplicate", F.lit(None).cast("string")
+    )
+    return single.unionByName(ranked).drop("_pn")
 
 
 def to_bronze_publications(valid: DataFrame, source_format: str, ingested_at) -> DataFrame:
