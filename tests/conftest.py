@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 
 import pytest
@@ -11,7 +13,9 @@ from lake import jvm
 
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
 # Airflow imported by the tests must not touch ~/airflow.
-os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="xembed-tests-airflow-"))
+if "AIRFLOW_HOME" not in os.environ:  # xdist workers inherit the controller's, removed at its exit
+    os.environ["AIRFLOW_HOME"] = tempfile.mkdtemp(prefix="xembed-tests-airflow-")
+    atexit.register(shutil.rmtree, os.environ["AIRFLOW_HOME"], ignore_errors=True)
 os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
 # Every Spark driver of the suite (ours and the DAG's spark-submits) runs on tiny data: C1-only
 # JIT with a full-size code cache and the class-data-sharing archive of `make setup` (see the
