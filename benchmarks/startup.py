@@ -14,10 +14,14 @@ settings:
   default  no JVM options (a plain spark-submit)
   c1       -XX:TieredStopAtLevel=1 (C1-only JIT; what make demo / make test used first)
   c1+cds   c1 plus the class-data-sharing archive of `python -m lake.jvm archive`
-  local    `python -m lake.jvm options`, what make demo / make test use now: c1+cds with a
-           240 MB code cache (C1 alone gets 48 MB, fills it, and disables the JIT)
+  local    `python -m lake.jvm options`: c1+cds with a 240 MB code cache (C1 alone gets 48 MB,
+           fills it, and disables the JIT); what each spark-submit of the tests uses
+  connect  no spark-submit: the job is a Python client (SPARK_REMOTE) of one Spark Connect
+           server (`python -m lake.connect`) the script starts once, as a DAG run does; its
+           first, cold job is timed apart (connect_first) and not in the median
 and writes benchmarks/results/startup.json: median seconds per job and setting, and each
-setting's median over local's (c1 / local is before / after the whole start-up work).
+setting's median over local's (c1 / local is before / after the JVM start-up work) and over
+connect's (local / connect is before / after the warm driver).
 
     python benchmarks/startup.py --repeats 3
 """
@@ -70,12 +74,18 @@ def settings() -> dict[str, str]:
     return {"default": "", "c1": c1, "c1+cds": f"{c1} {cds}", "local": f"{jvm.C1_JIT} {cds}"}
 
 
-def submit(script: str, args: list[str], options: str, master: str) -> float:
+def submit(script: str, args: list[str], options: str, master: str, remote: str = "") -> float:
+    """Seconds of one run: a spark-submit with ``options``, or a client of ``remote``."""
     env = {**os.environ, "SPARK_SUBMIT_OPTS": options, "PYSPARK_PYTHON": sys.executable}
     env["PATH"] = f"{Path(sys.executable).parent}:{env['PATH']}"
+    env.pop("SPARK_REMOTE", None)
+    command = ["spark-submit", "--master", master, "--driver-memory", "4g", script, *args]
+    if remote:
+        env["SPARK_REMOTE"] = remote
+        command = [sys.executable, script, *args]
     start = time.perf_counter()
     subprocess.run(
-        ["spark-submit", "--master", master, "--driver-memory", "4g", script, *args],
+        command,
         env=env,
         cwd=ROOT,
         check=True,
@@ -96,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
 
-    from lake import build_session
+    from lake import build_session, connect
 
     work = Path(args.work)
     shutil.rmtree(work, ignore_errors=True)
@@ -114,11 +124,11 @@ def main(argv: list[str] | None = None) -> int:
     session.write_text(SESSION_JOB.format(bench=str(Path(__file__).resolve().parent)))
     options = settings()
     jobs = {  # job: (script, arguments, settings, repeats)
-        "empty": (str(empty), [], list(options), args.repeats),
+        "empty": (str(empty), [], [*options, "connect"], args.repeats),
         "split": (
             "spark_jobs/split.py",
             ["--lake", str(lake), "--eval-cutoff", str(date(2025, 1, 1))],
-            list(options),
+            [*options, "connect"],
             args.repeats,
         ),
         "session": (
@@ -129,12 +139,23 @@ def main(argv: list[str] | None = None) -> int:
         ),
     }
     seconds = {job: {s: [] for s in spec[2]} for job, spec in jobs.items()}
-    for repeat in range(max(spec[3] for spec in jobs.values())):
-        for job, (script, job_args, job_settings, repeats) in jobs.items():
-            for setting in job_settings if repeat < repeats else []:
-                took = submit(script, job_args, options[setting], args.master)
-                seconds[job][setting].append(round(took, 2))
-                print(f"[{repeat + 1}/{repeats}] {job:7s} {setting:8s} {took:6.1f}s", flush=True)
+    state = work / "connect"
+    remote = connect.start(state, args.master, "4g")
+    try:
+        split_script, split_args = jobs["split"][:2]
+        first = round(submit(split_script, split_args, "", args.master, remote), 2)
+        print(f"[0] split   connect  {first:6.1f}s (the server's first job, cold)", flush=True)
+        for repeat in range(max(spec[3] for spec in jobs.values())):
+            for job, (script, job_args, job_settings, repeats) in jobs.items():
+                for setting in job_settings if repeat < repeats else []:
+                    client = remote if setting == "connect" else ""
+                    took = submit(script, job_args, options.get(setting, ""), args.master, client)
+                    seconds[job][setting].append(round(took, 2))
+                    print(
+                        f"[{repeat + 1}/{repeats}] {job:7s} {setting:8s} {took:6.1f}s", flush=True
+                    )
+    finally:
+        connect.stop(state)
     medians = {
         j: {s: round(statistics.median(v), 2) for s, v in by.items()} for j, by in seconds.items()
     }
@@ -142,7 +163,12 @@ def main(argv: list[str] | None = None) -> int:
         f"{job}_{setting}_over_local": round(median / m["local"], 2)
         for job, m in medians.items()
         for setting, median in m.items()
-        if setting != "local"
+        if setting not in ("local", "connect")
+    }
+    ratios |= {
+        f"{job}_local_over_connect": round(m["local"] / m["connect"], 2)
+        for job, m in medians.items()
+        if "connect" in m
     }
     write_result(
         "startup",
@@ -152,6 +178,7 @@ def main(argv: list[str] | None = None) -> int:
             "repeats": args.repeats,
             "jvm_options": options,
             "seconds_prepare": prep,
+            "seconds_split_connect_first": first,
             "seconds": seconds,
             "median_seconds": medians,
             **ratios,
@@ -166,8 +193,9 @@ def main(argv: list[str] | None = None) -> int:
             + ", ".join(
                 f"{setting}/local {median / m['local']:.2f}x"
                 for setting, median in m.items()
-                if setting != "local"
+                if setting not in ("local", "connect")
             )
+            + (f", local/connect {m['local'] / m['connect']:.2f}x" if "connect" in m else "")
         )
     return 0
 

@@ -15,8 +15,12 @@ profile's), both evaluated and compared with that base in the report. Data-quali
 everything downstream on a critical failure; they are never retried. Other tasks retry
 once (infrastructure hiccups). XCom carries run ids, paths and Delta versions only.
 
-Spark stages run through `spark-submit` (`params.spark_master`: `local[2]` on a laptop,
-`yarn` / `k8s://...` on a cluster); trainer stages through Bash tasks on the worker. For
+Spark stages run as clients of one Spark Connect server (`params.spark_connect`, the default):
+`spark_start` starts it once on `params.spark_master` and every task's Spark work runs on its
+warm driver (`SPARK_REMOTE`); the teardown task `spark_stop` stops it whatever happened. With
+`spark_connect` false every Spark stage is its own `spark-submit` (`params.spark_master`:
+`local[2]` on a laptop, `yarn` / `k8s://...` on a cluster); trainer stages run through Bash
+tasks on the worker. For
 GPU nodes replace the `train_*`/`eval_*` tasks with KubernetesPodOperator tasks running
 the same commands under `torchrun --nproc-per-node N` in an image holding this repository,
 with `container_resources={"limits": {"nvidia.com/gpu": N}}` (see README).
@@ -26,6 +30,7 @@ Trigger with `airflow dags test xembed_full --conf '{"sample_patents": 2000}'` o
 
 from __future__ import annotations
 
+import functools
 from datetime import timedelta
 from pathlib import Path
 
@@ -38,9 +43,19 @@ PARAM = "{{ params.%s }}"
 LAKE, WORK = PARAM % "lake", PARAM % "work_dir"
 MASTER, SEED = PARAM % "spark_master", PARAM % "seed"
 TAG = "{{ params.run_tag or ts_nodash }}"
-# the driver JVM is started by spark-submit: its memory must be a submit argument (a session
-# builder's spark.driver.memory comes too late), hence --driver-memory here
-SUBMIT = f"spark-submit --master {MASTER} --driver-memory {PARAM % 'driver_memory'} spark_jobs"
+MEMORY = PARAM % "driver_memory"
+SPARK_STATE = f"{PARAM % 'work_dir'}/spark"  # the Connect server's pid, URL and log
+# With params.spark_connect every task is a client of the run's Spark Connect server (its URL
+# is spark_start's XCom); else the driver JVM is started by spark-submit, so its memory must be
+# a submit argument (a session builder's spark.driver.memory comes too late).
+CONNECT = (
+    "{% if params.spark_connect %}export SPARK_CONNECT_MODE_ENABLED=1 SPARK_REMOTE="
+    "{{ ti.xcom_pull(task_ids='spark_start') }}; {% endif %}"
+)
+SUBMIT = (
+    "{% if params.spark_connect %}python{% else %}"
+    f"spark-submit --master {MASTER} --driver-memory {MEMORY}{{% endif %}} spark_jobs"
+)
 PROFILE = "configs/{{ params.profile }}.yaml"
 # each profile's base model (the paper profile's Qwen3-Embedding-0.6B is a local path: base_model)
 PROFILE_MODELS = {"cpu-e5": "builtin:me5-small", "cpu-small": "builtin:qwen3-tiny", "paper": ""}
@@ -72,6 +87,19 @@ PHAGE_BASE = (
 # the evaluation run PHAGE is compared with: the DAG's base run unless PHAGE has its own base
 PHAGE_BASE_RUN = "{{ 'phage-base' if params.phage_base_model else 'base' }}-" + TAG
 PHAGE_MODELS = ("phage", "phage-nograph")
+
+
+def bash(function=None, **kwargs):
+    """``@task.bash`` whose command runs as a client of the run's Spark Connect server."""
+
+    def wrap(command):
+        @functools.wraps(command)
+        def client_command(*args, **kw) -> str:
+            return CONNECT + command(*args, **kw)
+
+        return task.bash(**kwargs)(client_command)
+
+    return wrap(function) if function is not None else wrap
 
 
 def dq(tables: str) -> str:
@@ -143,7 +171,15 @@ def evaluate(models: str, names: str) -> str:
             description="extra generate_sample.py flags, e.g. '--difficulty hard'",
         ),
         "spark_master": Param("local[2]", type="string"),
-        "driver_memory": Param("4g", type="string", description="spark-submit --driver-memory"),
+        "driver_memory": Param(
+            "4g", type="string", description="the driver's memory (Connect server or spark-submit)"
+        ),
+        "spark_connect": Param(
+            True,
+            type="boolean",
+            description="run every Spark stage on one Spark Connect server started for this run "
+            "(one warm driver); false: one spark-submit per stage",
+        ),
         "seed": Param(7, type="integer"),
         "eval_cutoff": Param(defaults.EVAL_CUTOFF, type="string", format="date"),
         "mine_k": Param(
@@ -208,6 +244,19 @@ def evaluate(models: str, names: str) -> str:
 )
 def xembed_full():
     @task.bash
+    def spark_start() -> str:
+        return (
+            "{% if params.spark_connect %}"
+            f"python -m lake.connect start --state {SPARK_STATE} --master {MASTER} "
+            f"--driver-memory {MEMORY}"
+            "{% else %}echo 'params.spark_connect is false: each stage runs spark-submit'{% endif %}"
+        )
+
+    @task.bash
+    def spark_stop() -> str:
+        return f"python -m lake.connect stop --state {SPARK_STATE}"
+
+    @task.bash
     def prepare_input() -> str:
         return (
             "{% if params.input %}echo {{ params.input }}{% else %}"
@@ -216,82 +265,82 @@ def xembed_full():
             f" && echo {WORK}/sample{{% endif %}}"
         )
 
-    @task.bash
+    @bash
     def ingest(source: str) -> str:
         return f"{SUBMIT}/ingest.py --lake {LAKE} --input {source} --format {{{{ params.input_format }}}}"
 
-    @task.bash
+    @bash
     def curate() -> str:
         return f"{SUBMIT}/curate.py --lake {LAKE}"
 
-    @task.bash
+    @bash
     def split() -> str:
         return f"{SUBMIT}/split.py --lake {LAKE} --eval-cutoff {{{{ params.eval_cutoff }}}}"
 
-    @task.bash(**NO_RETRY)
+    @bash(**NO_RETRY)
     def dq_silver() -> str:
         return dq(
             "bronze/publications,bronze/citations,quarantine,silver/patents,silver/families,"
             "silver/views,silver/claims,silver/eval_queries,silver/excluded_families"
         )
 
-    @task.bash
+    @bash
     def build_pairs() -> str:
         return f"{SUBMIT}/build_pairs.py --lake {LAKE} --seed {SEED} {LANDSCAPE}"
 
-    @task.bash(**NO_RETRY)
+    @bash(**NO_RETRY)
     def dq_pairs() -> str:
         return dq("gold/stage1_pairs,gold/stage1_stats")
 
-    @task.bash
+    @bash
     def export_stage1() -> str:
         return f"{SUBMIT}/export_training.py --lake {LAKE} --dataset stage1 --format parquet --out {SHARDS}/stage1"
 
-    @task.bash
+    @bash
     def train_stage1() -> str:
         return train("stage1", "stage1", "stage1")
 
-    @task.bash
+    @bash
     def prepare_retrieval() -> str:
         return f"{SUBMIT}/prepare_retrieval.py --lake {LAKE} --out {RETRIEVAL} {LANDSCAPE}"
 
-    @task.bash
+    @bash
     def bm25_index() -> str:
         return f"python -m evaluation.index bm25 --collections {RETRIEVAL}/bm25 --out {RETRIEVAL}/bm25_index"
 
-    @task.bash
+    @bash
     def encode_candidates() -> str:
         return encode("tac")
 
-    @task.bash
+    @bash
     def encode_queries() -> str:
         return encode("query")
 
-    @task.bash
+    @bash
     def faiss_index() -> str:
         return f"python -m evaluation.index faiss --lake {LAKE} --encoder miner-{TAG} --out {RETRIEVAL}/faiss"
 
-    @task.bash
+    @bash
     def mine_candidates() -> str:
         return (
             f"{SUBMIT}/mine_candidates.py --lake {LAKE} --retrieval {RETRIEVAL} --encoder miner-{TAG} "
             f"--k {{{{ params.mine_k }}}}"
         )
 
-    @task.bash
+    @bash
     def build_triplets() -> str:
         return (
             f"{SUBMIT}/build_triplets.py --lake {LAKE} --seed {SEED} "
             f"--validation-size {{{{ params.validation_size }}}} {LANDSCAPE}"
         )
 
-    @task.bash(**NO_RETRY)
+    @bash(**NO_RETRY)
     def dq_triplets() -> str:
         return dq(
             "gold/stage2_candidates,gold/stage2_examples,gold/stage2_validation,gold/stage2_dropped"
         )
 
-    @task.bash
+    @bash
     def export_stage2() -> str:
         return (
             f"{SUBMIT}/export_training.py --lake {LAKE} --dataset stage2 --format parquet --out {SHARDS}/stage2"
@@ -301,43 +350,43 @@ def xembed_full():
 
     stage2_data = f"--validation_data {SHARDS}/stage2_validation"
 
-    @task.bash
+    @bash
     def train_stage2() -> str:
         return train("stage2", "stage2", "xembed", f"--init_model {MODELS}/stage1 {stage2_data}")
 
-    @task.bash
+    @bash
     def train_sft() -> str:
         return train("sft", "stage2", "sft", stage2_data)
 
-    @task.bash
+    @bash
     def prepare_evaluation() -> str:
         return f"{SUBMIT}/prepare_evaluation.py --lake {LAKE} --out {EVAL_INPUTS} --seed {SEED}"
 
-    @task.bash
+    @bash
     def eval_bm25() -> str:
         return evaluate("bm25", "bm25")
 
-    @task.bash
+    @bash
     def eval_base() -> str:
         return evaluate(BASE, "base")
 
-    @task.bash
+    @bash
     def eval_stage1() -> str:
         return evaluate(f"{MODELS}/stage1", "stage1")
 
-    @task.bash
+    @bash
     def eval_sft() -> str:
         return evaluate(f"{MODELS}/sft", "sft")
 
-    @task.bash
+    @bash
     def eval_xembed() -> str:
         return evaluate(f"{MODELS}/xembed", "xembed")
 
-    @task.bash
+    @bash
     def eval_hybrid() -> str:
         return evaluate(f"hybrid:{MODELS}/xembed", "hybrid")
 
-    @task.bash
+    @bash
     def build_recipes() -> str:
         # the full recipes first: a matched control samples another recipe's written volume
         build = f"{SUBMIT}/build_pairs.py --lake {LAKE} --seed {SEED} {LANDSCAPE}"
@@ -347,23 +396,23 @@ def xembed_full():
             f'--match-volume-of "${{c##*{defaults.MATCHED}}}"; done; echo $labels'
         )
 
-    @task.bash(**NO_RETRY)
+    @bash(**NO_RETRY)
     def dq_recipes() -> str:
         return f'{RECIPE_LABELS} if [ -n "$labels" ]; then {dq("gold/stage1_pairs,gold/stage1_stats")}; fi'
 
-    @task.bash
+    @bash
     def export_recipes() -> str:
         return (
             f"{RECIPE_LABELS} for r in $labels; do {SUBMIT}/export_training.py --lake {LAKE} "
             f"--dataset stage1 --recipe $r --format parquet --out {SHARDS}/recipe-$r; done"
         )
 
-    @task.bash
+    @bash
     def train_recipes() -> str:
         # each pair set from the base model with Stage I's settings and its recipe's section
         return f"{RECIPE_LABELS} for r in $labels; do {train('stage1', 'recipe-$r', 'recipe-$r')}; done"
 
-    @task.bash
+    @bash
     def eval_recipes() -> str:
         each = 'for r in $labels; do printf "{} " "$r"; done'.format
         models, names = f"$({each(f'{MODELS}/recipe-%s')})", f"$({each('recipe-%s')})"
@@ -373,29 +422,29 @@ def xembed_full():
             f"{significance(pairs)}; fi"
         )
 
-    @task.bash
+    @bash
     def claim_graph() -> str:
         return f"{PHAGE_ON}{SUBMIT}/claim_graph.py --lake {LAKE}{PHAGE_OFF}"
 
-    @task.bash(**NO_RETRY)
+    @bash(**NO_RETRY)
     def dq_claim_graph() -> str:
         return f"{PHAGE_ON}{dq('silver/claim_graph')}{PHAGE_OFF}"
 
-    @task.bash
+    @bash
     def export_phage() -> str:
         return (
             f"{PHAGE_ON}{SUBMIT}/export_training.py --lake {LAKE} --dataset phage --format parquet "
             f"--out {SHARDS}/phage {LANDSCAPE}{PHAGE_OFF}"
         )
 
-    @task.bash
+    @bash
     def train_phage() -> str:
         # the same data, steps and objective; the control drops the graph from attention
         phage = train("phage", "phage", "phage", base=PHAGE_BASE)
         control = train("phage", "phage", "phage-nograph", "--graph_attention false", PHAGE_BASE)
         return f"{PHAGE_ON}{phage} && {control}{PHAGE_OFF}"
 
-    @task.bash
+    @bash
     def eval_phage() -> str:
         # PHAGE, its control and (when PHAGE has its own base) that base, in one process
         models = " ".join(f"{MODELS}/{m}" for m in PHAGE_MODELS)
@@ -406,7 +455,7 @@ def xembed_full():
         tests = significance(*pairs, f"phage-nograph-{TAG}:phage-{TAG}")
         return f"{PHAGE_ON}{evaluate(models + own_base, names + own_name)} && {tests}{PHAGE_OFF}"
 
-    @task.bash
+    @bash
     def report() -> str:
         runs = ",".join(f"{n}-{TAG}" for n in ("bm25", "base", "stage1", "sft", "xembed", "hybrid"))
         recipe_runs = f'$(for r in $labels; do printf "recipe-%s-{TAG}," "$r"; done)'
@@ -419,8 +468,11 @@ def xembed_full():
             f' --phage "{{% if params.phage %}}{phage_runs}{{% endif %}}" --phage-base {PHAGE_BASE_RUN}'
         )
 
-    silver = dq_silver()
-    ingest(prepare_input()) >> curate() >> split() >> silver
+    silver, source = dq_silver(), prepare_input()
+    spark, done = spark_start(), report()
+    spark >> source
+    done >> spark_stop().as_teardown(setups=spark)
+    ingest(source) >> curate() >> split() >> silver
 
     pairs_ok, stage1 = dq_pairs(), train_stage1()
     silver >> build_pairs() >> pairs_ok >> export_stage1() >> stage1
@@ -461,7 +513,7 @@ def xembed_full():
     phage_evals = eval_phage()
     silver >> claim_graph() >> dq_claim_graph() >> export_phage() >> train_phage() >> phage_evals
     evals["base"] >> phage_evals
-    [*evals.values(), recipe_evals, phage_evals] >> report()
+    [*evals.values(), recipe_evals, phage_evals] >> done
 
 
 xembed_full()

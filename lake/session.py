@@ -13,6 +13,10 @@ from lake.jars import maven_coordinates
 from schemas.defaults import IPC_SECTIONS
 
 DEFAULT_LAKE = os.environ.get("XEMBED_LAKE", "./data/lake")
+if os.environ.get("SPARK_REMOTE"):
+    # pyspark decides when a UDF is defined (module import, before any session exists)
+    # whether it is a Spark Connect UDF; with a remote server every one must be
+    os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
 
 _DELTA_CONF = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
@@ -35,6 +39,17 @@ _LOCAL_DEFAULTS = {
 }
 
 
+def server_conf(master: str) -> dict[str, str]:
+    """The configuration a driver serving many jobs starts with (``lake.connect``)."""
+    local = master.startswith("local")
+    return {**_DELTA_CONF, **_DEFAULTS, **(_LOCAL_DEFAULTS if local else {})}
+
+
+def is_connect(spark: SparkSession) -> bool:
+    """Whether ``spark`` is a Spark Connect client session (no JVM in this process)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
 def build_session(
     app_name: str, master: str | None = None, conf: dict | None = None
 ) -> SparkSession:
@@ -43,7 +58,14 @@ def build_session(
     The master comes from, in order: ``master``, spark-submit (``--master``), ``$XEMBED_SPARK_MASTER``,
     else ``local[*]``. The Delta jars must be on the classpath: ``make setup`` puts them into
     pyspark's jars; on a cluster pass ``--packages`` (see README).
+
+    With ``$SPARK_REMOTE`` set (``sc://host:port``, a server of ``python -m lake.connect``) the
+    session is a Spark Connect client of that server's driver instead, and ``master`` is the
+    server's business.
     """
+    remote = os.environ.get("SPARK_REMOTE")
+    if remote:
+        return _connect(app_name, remote, conf)
     existing = SparkConf()  # under spark-submit this holds its --master and --conf values
     builder = SparkSession.builder.appName(app_name)
     chosen = master or existing.get("spark.master", None) or os.environ.get("XEMBED_SPARK_MASTER")
@@ -62,6 +84,32 @@ def build_session(
     spark.sparkContext.setLogLevel(os.environ.get("XEMBED_SPARK_LOG_LEVEL", "WARN"))
     _check_delta(spark)
     return spark
+
+
+def _connect(app_name: str, remote: str, conf: dict | None) -> SparkSession:
+    # a new session starts from the server's configuration (``server_conf``): Delta, UTC, ...
+    spark = SparkSession.builder.remote(remote).appName(app_name).getOrCreate()
+    for key, value in (conf or {}).items():
+        spark.conf.set(key, value)  # SQL settings only: the driver is already running
+    return spark
+
+
+def parallelism(spark: SparkSession) -> int:
+    """The driver's default parallelism (a Spark Connect client asks the server's conf)."""
+    if not is_connect(spark):
+        return spark.sparkContext.defaultParallelism
+    declared = spark.conf.get("spark.default.parallelism", None)
+    if declared:
+        return int(declared)
+    master = spark.conf.get("spark.master", None) or ""
+    if master == "local":
+        return 1
+    if master.startswith("local["):
+        cores = master.removeprefix("local[").split(",")[0].rstrip("]")
+        return int(cores) if cores.isdigit() else os.cpu_count() or 1
+    return int(
+        spark.conf.get("spark.sql.shuffle.partitions")
+    )  # a cluster's executors: unknown here
 
 
 def _check_delta(spark: SparkSession) -> None:

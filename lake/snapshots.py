@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from lake.tables import table_exists, table_path
+from lake.tables import history, table_exists, table_path
 
 RUN_TAG = "xembed-run:"
 
@@ -70,18 +70,12 @@ def succeeded_runs(spark: SparkSession, lake: str) -> dict[str, Run]:
 
 def visible(spark: SparkSession, lake: str, name: str, runs: dict[str, Run]) -> Snapshot:
     """The newest version of ``name`` that a successful run (or an untagged writer) made."""
-    from delta.tables import DeltaTable
-
     path = table_path(lake, name)
-    history = (
-        DeltaTable.forPath(spark, path)
-        .history()
-        .select("version", "userMetadata")
-        .orderBy(F.desc("version"))
-        .collect()
+    commits = (
+        history(spark, path).select("version", "userMetadata").orderBy(F.desc("version")).collect()
     )
     hidden: list[int] = []
-    for row in history:
+    for row in commits:
         metadata = row["userMetadata"] or ""
         run_id = metadata[len(RUN_TAG) :] if metadata.startswith(RUN_TAG) else None
         if run_id is not None and run_id not in runs:

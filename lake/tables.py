@@ -68,10 +68,27 @@ CONFLICTS = (
 )
 
 
+# the error conditions of those exceptions (Delta's error/delta-error-classes.json)
+CONFLICT_CONDITIONS = (
+    "DELTA_CONCURRENT_",
+    "DELTA_METADATA_CHANGED",
+    "DELTA_PROTOCOL_CHANGED",
+)
+
+
 def _conflicts() -> tuple[type[BaseException], ...]:
     import delta.exceptions
 
     return tuple(getattr(delta.exceptions, name) for name in CONFLICTS)
+
+
+def is_conflict(error: BaseException) -> bool:
+    """A lost optimistic-concurrency race: delta's exception classes on a classic session; on
+    a Spark Connect session (which raises Spark's generic errors) Delta's error condition."""
+    if isinstance(error, _conflicts()):
+        return True
+    condition = getattr(error, "getCondition", lambda: None)() or ""
+    return condition.startswith(CONFLICT_CONDITIONS)
 
 
 def retry_conflicts(action: Callable[[], T], what: str, attempts: int = COMMIT_ATTEMPTS) -> T:
@@ -85,8 +102,8 @@ def retry_conflicts(action: Callable[[], T], what: str, attempts: int = COMMIT_A
     for attempt in range(1, attempts + 1):
         try:
             return action()
-        except _conflicts() as conflict:
-            if attempt == attempts:
+        except Exception as conflict:
+            if attempt == attempts or not is_conflict(conflict):
                 raise
             print(
                 f"[lake] {what}: commit conflict ({type(conflict).__name__}); "
@@ -122,30 +139,41 @@ def ensure_table(spark: SparkSession, path: str, spec: TableSpec) -> None:
             _back_off(attempt)  # the winner's commit is landing
 
 
-def _create_if_absent(spark: SparkSession, path: str, spec: TableSpec) -> None:
-    from delta.tables import DeltaTable
+def delta_ref(path: str) -> str:
+    """``delta.`<path>```: a table by its location in SQL (a backtick in the path doubled)."""
+    return "delta.`{}`".format(path.replace("`", "``"))
 
-    builder = (
-        DeltaTable.createIfNotExists(spark)
-        .location(path)
-        .addColumns(spec.spark_schema())
-        .comment(spec.description)
+
+def sql_string(text: str) -> str:
+    """``text`` as a SQL string literal."""
+    return "'{}'".format(text.replace("\\", "\\\\").replace("'", "\\'"))
+
+
+def _create_if_absent(spark: SparkSession, path: str, spec: TableSpec) -> None:
+    # SQL rather than delta.tables.DeltaTable: it runs on a Spark Connect session as well
+    columns = spec.spark_schema().toDDL()
+    partitions = ", ".join(f"`{c}`" for c in spec.partition_by)
+    spark.sql(
+        f"CREATE TABLE IF NOT EXISTS {delta_ref(path)} ({columns}) USING delta"
+        + (f" PARTITIONED BY ({partitions})" if partitions else "")
+        + f" COMMENT {sql_string(spec.description)}"
     )
-    if spec.partition_by:
-        builder = builder.partitionedBy(*spec.partition_by)
-    builder.execute()
+
+
+def history(spark: SparkSession, path: str, limit: int | None = None) -> DataFrame:
+    """The table's commit history (``DESCRIBE HISTORY``), newest first."""
+    return spark.sql(
+        f"DESCRIBE HISTORY {delta_ref(path)}" + (f" LIMIT {int(limit)}" if limit else "")
+    )
 
 
 def latest_version(spark: SparkSession, path: str, user_metadata: str | None = None) -> int:
     """The table's newest version, or the newest commit carrying ``user_metadata`` (a writer's
     own commit, even when another writer committed right after it; the newest version when
     the writer's commit was empty and Delta skipped it)."""
-    from delta.tables import DeltaTable
-
-    history = DeltaTable.forPath(spark, path)
     if user_metadata is None:
-        return int(history.history(1).select("version").first()[0])
-    recent = history.history(50).select(
+        return int(history(spark, path, 1).select("version").first()[0])
+    recent = history(spark, path, 50).select(
         F.max("version").alias("newest"),
         F.max(F.when(F.col("userMetadata") == user_metadata, F.col("version"))).alias("mine"),
     )
@@ -154,10 +182,17 @@ def latest_version(spark: SparkSession, path: str, user_metadata: str | None = N
     return int(row["newest"] if row["mine"] is None else row["mine"])
 
 
-def table_exists(spark: SparkSession, path: str) -> bool:
-    from delta.tables import DeltaTable
+def restore(spark: SparkSession, path: str, version: int) -> None:
+    """Make ``version`` the table's current state again (a new commit)."""
+    spark.sql(f"RESTORE TABLE {delta_ref(path)} TO VERSION AS OF {int(version)}")
 
-    return DeltaTable.isDeltaTable(spark, path)
+
+def table_exists(spark: SparkSession, path: str) -> bool:
+    """Whether ``path`` is the root of a Delta table (its log holds a commit or checkpoint)."""
+    from lake import fs
+
+    names = fs.list_names(spark, join(path, "_delta_log"))
+    return any(n.endswith(".json") or ".checkpoint" in n for n in names)
 
 
 def write_table(

@@ -25,6 +25,7 @@ from pyspark.sql import functions as F
 
 from lake import JobRun, build_session, job_arguments, positive_int
 from lake.cli import run_job
+from lake.session import parallelism
 from retrieval.search import Bm25, DenseIndex, union_candidates
 from schemas import defaults, table
 
@@ -97,7 +98,7 @@ def run(
             .select(F.col("id").alias("key"), "embedding")
         )
         queries = spark.read.parquet(f"{retrieval}/queries").join(embeddings, "key")
-        n_parts = partitions or max(2, spark.sparkContext.defaultParallelism)
+        n_parts = partitions or max(2, parallelism(spark))
         mined = queries.repartition(n_parts, "key").mapInPandas(
             lambda it: mine(it, retrieval, k, bm25_chars), OUTPUT_SCHEMA
         )

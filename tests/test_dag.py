@@ -50,6 +50,11 @@ def upstream(dag, task_id: str) -> set[str]:
 
 
 def test_dag_wires_the_stages_in_order(dag):
+    # one Spark Connect server for the whole run: started first, stopped last whatever happened
+    assert upstream(dag, "prepare_input") == {"spark_start"}
+    stop = dag.get_task("spark_stop")
+    assert stop.is_teardown and dag.get_task("spark_start").is_setup
+    assert upstream(dag, "spark_stop") == {"spark_start", "report"}
     assert upstream(dag, "ingest") == {"prepare_input"}
     assert upstream(dag, "curate") == {"ingest"} and upstream(dag, "split") == {"curate"}
     assert upstream(dag, "dq_silver") == {"split"}
@@ -101,8 +106,10 @@ def test_dag_wires_the_stages_in_order(dag):
         "sample_patents",
         "profile",
         "spark_master",
+        "spark_connect",
         "seed",
     } <= set(dag.params)
+    assert dag.params["spark_connect"] is True
     from schemas import defaults
 
     # the DAG's defaults are the shared ones, not copies

@@ -12,6 +12,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from lake import ensure_table, latest_version, table_path
+from lake.tables import restore
 from schemas import table
 
 
@@ -122,8 +123,6 @@ def write_audited(
     On a leak the table is restored to its previous version before LeakageError propagates,
     so no reader ever sees leaked rows as the current version.
     """
-    from delta.tables import DeltaTable
-
     path = table_path(job.lake, name)
     ensure_table(job.spark, path, table(name))
     previous = latest_version(job.spark, path)
@@ -133,7 +132,7 @@ def write_audited(
     try:
         report = audit_no_leakage(job.read(name), name, patents, excluded, **columns)
     except LeakageError:
-        DeltaTable.forPath(job.spark, path).restoreToVersion(previous)
+        restore(job.spark, path, previous)
         job.info(f"leak found: restored {name} to version {previous}")
         raise
     job.count(f"audit_rows_{name.rsplit('/', 1)[-1]}", report.rows_checked)

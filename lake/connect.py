@@ -1,0 +1,163 @@
+"""One warm Spark driver for many short jobs: a local Spark Connect server.
+
+A DAG run or a demo starts some forty short Spark jobs on small data. Through ``spark-submit``
+each starts its own driver JVM, loads Spark's and Delta's classes, and runs every query of the
+job with a cold JIT, which on small data costs more than the work itself. A Spark Connect
+server (``spark-connect`` ships with pyspark; Delta's jars and SQL extensions are on it) is
+started once; each job then runs as a thin Python client (``SPARK_REMOTE=sc://...``, which
+``lake.session.build_session`` honours) against its warm driver. Each client gets its own
+session (its own SQL settings and temporary views); the executors, the JIT's compiled code and
+the cached Delta snapshots are shared. Cluster runs keep ``spark-submit --master ...``.
+
+    python -m lake.connect start --state DIR [--master local[2]] [--driver-memory 4g]
+        # starts the server in the background, waits until it accepts clients, prints its URL
+    python -m lake.connect stop --state DIR   # stops it (SIGTERM, then SIGKILL)
+
+``DIR`` holds ``connect.pid``, ``connect.url`` and the server's log ``connect.log``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from lake.session import server_conf
+
+SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+READY_SECONDS = 180
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on now (the server binds it a moment later)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def server_command(master: str, driver_memory: str, port: int) -> list[str]:
+    conf = {
+        **server_conf(master),
+        "spark.connect.grpc.binding.address": "127.0.0.1",
+        "spark.connect.grpc.binding.port": str(port),
+        # a client that exits without stopping its session (every job) frees it after this
+        "spark.connect.session.manager.defaultSessionTimeout": "10min",
+        "spark.log.level": os.environ.get("XEMBED_SPARK_LOG_LEVEL", "WARN"),
+    }
+    command = ["spark-submit", "--class", SERVER_CLASS, "--name", "xembed-connect"]
+    command += ["--master", master, "--driver-memory", driver_memory]
+    for key, value in conf.items():
+        command += ["--conf", f"{key}={value}"]
+    return command
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as client:
+        client.settimeout(1.0)
+        return client.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _tail(path: Path, lines: int = 30) -> str:
+    text = path.read_text(errors="replace") if path.exists() else ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def start(state: Path, master: str = "local[2]", driver_memory: str = "4g") -> str:
+    """Start a server in the background and return its ``sc://`` URL once it accepts clients.
+
+    A server this ``state`` folder already records and that still answers is reused."""
+    state.mkdir(parents=True, exist_ok=True)
+    pid_file, url_file, log = state / "connect.pid", state / "connect.url", state / "connect.log"
+    if pid_file.exists() and url_file.exists():
+        url = url_file.read_text().strip()
+        if _alive(int(pid_file.read_text())) and _listening(int(url.rsplit(":", 1)[1])):
+            return url
+        stop(state)
+    port = free_port()
+    env = dict(os.environ)
+    # a long-lived driver wants the full (C2) JIT; the class-data archive still spares loading
+    from lake.jvm import cds_options
+
+    env["SPARK_SUBMIT_OPTS"] = cds_options()
+    env.setdefault("PYSPARK_PYTHON", sys.executable)  # the Python workers of UDFs: this venv
+    env.pop("SPARK_REMOTE", None)
+    with open(log, "wb") as out:
+        server = subprocess.Popen(
+            server_command(master, driver_memory, port),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,  # outlives the task that started it; stop() ends it
+        )
+    pid_file.write_text(str(server.pid))
+    deadline = time.monotonic() + READY_SECONDS
+    while not _listening(port):
+        if server.poll() is not None or time.monotonic() > deadline:
+            stop(state)
+            raise RuntimeError(
+                f"the Spark Connect server did not start (exit {server.poll()}); "
+                f"its log {log} ends with:\n{_tail(log)}"
+            )
+        time.sleep(0.5)
+    url = f"sc://127.0.0.1:{port}"
+    url_file.write_text(url + "\n")
+    return url
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False
+    return True
+
+
+def stop(state: Path, grace_seconds: float = 30.0) -> bool:
+    """Stop the server ``state`` records; False when none was running."""
+    pid_file = state / "connect.pid"
+    if not pid_file.exists():
+        return False
+    pid = int(pid_file.read_text())
+    running = _alive(pid)
+    if running:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGTERM)  # the server and the Python workers it started
+        deadline = time.monotonic() + grace_seconds
+        while _alive(pid) and time.monotonic() < deadline:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)
+            time.sleep(0.2)
+        if _alive(pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+    for name in ("connect.pid", "connect.url"):
+        (state / name).unlink(missing_ok=True)
+    return running
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    up = sub.add_parser("start", help="start a server, print its sc:// URL")
+    up.add_argument("--state", type=Path, required=True, help="folder for pid, URL and log")
+    up.add_argument("--master", default="local[2]")
+    up.add_argument("--driver-memory", default="4g")
+    down = sub.add_parser("stop", help="stop the server a state folder records")
+    down.add_argument("--state", type=Path, required=True)
+    args = parser.parse_args(argv)
+    if args.command == "start":
+        print(start(args.state, args.master, args.driver_memory))
+        return 0
+    print("stopped" if stop(args.state) else "no server was running")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,144 @@
+"""One warm Spark Connect server for many jobs (lake.connect), and the lake layer on a client
+session: SQL instead of delta.tables, pyarrow instead of Hadoop's FileSystem.
+
+Client code runs in subprocesses: a Connect session switches pyspark into Connect mode for
+its whole process, and this worker's other tests use a classic session.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from deltalake import DeltaTable
+
+from lake import connect, fs
+from spark_jobs import ingest
+from tests.faults.test_bad_files import _bad_input
+
+pytestmark = [pytest.mark.spark, pytest.mark.integration]
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# what the client reports of the lake layer's SQL and file paths (argv: lake, folder, damaged)
+CLIENT = """
+import json, sys
+from datetime import UTC, datetime
+from lake import build_session, fs
+from lake.session import is_connect, parallelism
+from lake.tables import ensure_table, latest_version, restore, table_exists, table_path, write_table
+from schemas import table
+
+lake, folder, damaged = sys.argv[1:4]
+spark = build_session("xembed-test-connect")
+name = "meta/job_runs"
+path = table_path(lake, name)
+out = {"connect": is_connect(spark), "parallelism": parallelism(spark)}
+out["exists_before"] = table_exists(spark, path)
+ensure_table(spark, path, table(name))
+ensure_table(spark, path, table(name))  # a second time: no error, no commit
+out["created"] = latest_version(spark, path)
+out["exists_after"] = table_exists(spark, path)
+now = datetime.now(UTC)
+for run in ("one", "two"):
+    row = {"run_id": run, "job": "test", "status": "succeeded", "started_at": now, "finished_at": now}
+    rows = spark.createDataFrame([row], table(name).spark_schema())
+    write_table(spark, rows, lake, name, user_metadata=f"xembed-run:{run}")
+out["mine"] = latest_version(spark, path, "xembed-run:one")
+out["newest"] = latest_version(spark, path)
+restore(spark, path, 0)
+out["restored_newest"] = latest_version(spark, path)
+fs.write_text(spark, f"{folder}/a.txt", "one\\ntwo")
+fs.rename(spark, f"{folder}/a.txt", f"{folder}/b.txt")
+out["names"] = fs.list_names(spark, folder)
+out["text"] = fs.read_text(spark, f"{folder}/b.txt")
+fs.delete(spark, f"{folder}/b.txt")
+out["exists_deleted"] = fs.exists(spark, f"{folder}/b.txt")
+out["missing_names"] = fs.list_names(spark, f"{folder}/nothing-here")
+out["probes"] = {
+    p.split("/")[-1]: [probe.encoding, probe.lines_read, probe.error is not None]
+    for p in sorted(str(x) for x in __import__("pathlib").Path(damaged).iterdir())
+    for probe in [fs.probe_file(spark, p)]
+}
+print("RESULT " + json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    state = tmp_path_factory.mktemp("connect")
+    url = connect.start(state, "local[2]", "1g")
+    yield state, url
+    assert connect.stop(state)
+    assert not (state / "connect.pid").exists()
+
+
+def client(url: str, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "SPARK_REMOTE": url}
+    env.pop("SPARK_CONNECT_MODE_ENABLED", None)  # lake.session sets it from SPARK_REMOTE
+    return subprocess.run(
+        [sys.executable, *args], env=env, cwd=ROOT, capture_output=True, text=True, timeout=600
+    )
+
+
+def test_start_reuses_the_running_server_and_names_a_local_url(server):
+    state, url = server
+    assert url.startswith("sc://127.0.0.1:")
+    assert connect.start(state) == url  # a second start finds it alive
+    assert (state / "connect.url").read_text().strip() == url
+
+
+def test_the_lake_layer_on_a_client_session_matches_a_local_driver(spark, server, tmp_path):
+    _, url = server
+    damaged, folder = tmp_path / "damaged", tmp_path / "files"
+    _bad_input(damaged)
+    folder.mkdir()
+    done = client(url, "-c", CLIENT, str(tmp_path / "lake"), str(folder), str(damaged))
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.split("RESULT ", 1)[1])
+    assert out["connect"] is True and out["parallelism"] == 2  # the server's local[2]
+    assert (out["exists_before"], out["exists_after"]) == (False, True)
+    # created once (version 0), two writes, the first one's commit found by its tag, a restore
+    assert (out["created"], out["mine"], out["newest"], out["restored_newest"]) == (0, 1, 2, 3)
+    assert out["names"] == ["b.txt"] and out["text"] == "one\ntwo"
+    assert out["exists_deleted"] is False and out["missing_names"] == []
+    # pyarrow + Python codecs probe exactly as the JVM does (the same quarantine rows follow)
+    local = {
+        p.name: [probe.encoding, probe.lines_read, probe.error is not None]
+        for p in sorted(damaged.iterdir())
+        for probe in [fs.probe_file(spark, str(p))]
+    }
+    assert out["probes"] == local
+    assert local["truncated.jsonl.gz"][2] is True and local["truncated.jsonl.gz"][1] > 0
+    assert local["utf16.jsonl"][0] == "utf-16-le"
+
+
+def test_a_job_on_the_server_writes_what_a_local_driver_writes(spark, server, tmp_path):
+    _, url = server
+    source = tmp_path / "input"
+    _bad_input(source)
+    remote_lake, local_lake = tmp_path / "remote", str(tmp_path / "local")
+    done = client(url, "spark_jobs/ingest.py", "--lake", str(remote_lake), "--input", str(source))
+    assert done.returncode == 0, done.stderr[-3000:]
+    ingest.run(spark, local_lake, str(source), "google_patents")
+    for name, key in (("bronze/publications", "publication_number"), ("quarantine", "record")):
+        remote = DeltaTable(str(remote_lake / name)).to_pandas().sort_values(key)
+        local = DeltaTable(f"{local_lake}/{name}").to_pandas().sort_values(key)
+        kept = [c for c in local.columns if not c.endswith("_at") and c != "run_id"]
+        assert len(local) > 0
+        assert _same_words(remote[kept]) == _same_words(local[kept])
+
+
+def _same_words(frame) -> list[list[str]]:
+    """Rows as text; a left-out file's error message is the JVM's or Python's wording of the
+    same damage, so only its presence is compared (its reason and lines_read are exact)."""
+    rows = []
+    for row in frame.astype(str).values.tolist():
+        for i, value in enumerate(row):
+            if value.startswith("{") and '"error"' in value:
+                detail = json.loads(value)
+                row[i] = json.dumps({**detail, "error": bool(detail["error"])}, sort_keys=True)
+        rows.append(row)
+    return sorted(rows)
