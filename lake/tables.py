@@ -15,6 +15,7 @@ from typing import TypeVar
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from lake import fs
 from lake.session import build_session
 from schemas import TableSpec, table
 
@@ -189,8 +190,6 @@ def restore(spark: SparkSession, path: str, version: int) -> None:
 
 def table_exists(spark: SparkSession, path: str) -> bool:
     """Whether ``path`` is the root of a Delta table (its log holds a commit or checkpoint)."""
-    from lake import fs
-
     names = fs.list_names(spark, join(path, "_delta_log"))
     return any(n.endswith(".json") or ".checkpoint" in n for n in names)
 
