@@ -1,5 +1,6 @@
 """The xembed_full DAG: imports, wiring, a full `airflow dags test` run, and a failing DQ gate."""
 
+import contextlib
 import json
 import os
 import re
@@ -9,6 +10,8 @@ from pathlib import Path
 
 import pytest
 from deltalake import DeltaTable
+
+from lake import connect
 
 ROOT = Path(__file__).resolve().parents[1]
 DAGS = ROOT / "dags"
@@ -126,6 +129,18 @@ def test_dag_wires_the_stages_in_order(dag):
     assert dag.params["phage"] is False and dag.params["phage_base_model"] == ""
 
 
+@contextlib.contextmanager
+def stopping_the_server(work: Path):
+    """Run a DAG run and check its teardown stopped its Spark Connect server; stop a server
+    left behind (a killed run) so no driver outlives the test."""
+    try:
+        yield
+    finally:
+        left = connect.stop(work / "spark")
+    assert (work / "spark" / "connect.log").exists()  # the run used a server
+    assert not left, "the DAG run left its Spark Connect server running"
+
+
 def _run_id(output: str) -> str:
     match = re.search(r"DagRun Finished: .*?run_id=([^,\s]+)", output)
     assert match, output[-3000:]
@@ -157,7 +172,10 @@ def test_airflow_dags_test_runs_the_whole_pipeline(tmp_path):
         "phage_base_model": "builtin:minilm",  # PHAGE needs a BERT-style base, not cpu-small's
         "run_tag": "ci",
     }
-    done = airflow(home, "dags", "test", "xembed_full", "--conf", json.dumps(conf), timeout=4500)
+    with stopping_the_server(tmp_path / "work"):
+        done = airflow(
+            home, "dags", "test", "xembed_full", "--conf", json.dumps(conf), timeout=4500
+        )
     assert done.returncode == 0 and "state=success" in done.stdout + done.stderr, (
         done.stdout + done.stderr
     )[-5000:]
@@ -245,13 +263,15 @@ def test_a_planted_dq_violation_fails_the_gate_and_stops_downstream(tmp_path):
         "input_format": "canonical",
         "run_tag": "bad",
     }
-    done = airflow(home, "dags", "test", "xembed_full", "--conf", json.dumps(conf))
+    with stopping_the_server(tmp_path / "work"):
+        done = airflow(home, "dags", "test", "xembed_full", "--conf", json.dumps(conf))
     output = done.stdout + done.stderr
     states = airflow(
         home, "tasks", "states-for-dag-run", "xembed_full", _run_id(output), "--output", "json"
     )
     by_task = {t["task_id"]: t["state"] for t in json.loads(states.stdout)}
     assert by_task["split"] == "success" and by_task["dq_silver"] == "failed"
+    assert by_task["spark_stop"] == "success"  # the teardown stopped the server after the failure
     for task in ("build_pairs", "prepare_retrieval", "eval_bm25", "train_stage1", "report"):
         assert by_task[task] in ("upstream_failed", None), (task, by_task[task])
     results = DeltaTable(str(tmp_path / "lake" / "dq" / "results")).to_pandas()
