@@ -103,8 +103,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--work", default=str(Path(__file__).resolve().parent / "work" / "startup"))
+    parser.add_argument(
+        "--settings",
+        default="default,c1,c1+cds,local,connect",
+        help="comma-separated settings to time (the session job runs under c1+cds and local)",
+    )
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
+    chosen = args.settings.split(",")
 
     from lake import build_session, connect
 
@@ -138,6 +144,11 @@ def main(argv: list[str] | None = None) -> int:
             args.session_repeats,
         ),
     }
+    jobs = {
+        job: (script, job_args, [s for s in job_settings if s in chosen], repeats)
+        for job, (script, job_args, job_settings, repeats) in jobs.items()
+        if repeats > 0 and any(s in chosen for s in job_settings)
+    }
     seconds = {job: {s: [] for s in spec[2]} for job, spec in jobs.items()}
     state = work / "connect"
     remote = connect.start(state, args.master, "4g")
@@ -163,12 +174,12 @@ def main(argv: list[str] | None = None) -> int:
         f"{job}_{setting}_over_local": round(median / m["local"], 2)
         for job, m in medians.items()
         for setting, median in m.items()
-        if setting not in ("local", "connect")
+        if setting not in ("local", "connect") and "local" in m
     }
     ratios |= {
         f"{job}_local_over_connect": round(m["local"] / m["connect"], 2)
         for job, m in medians.items()
-        if "connect" in m
+        if "connect" in m and "local" in m
     }
     write_result(
         "startup",
@@ -193,9 +204,13 @@ def main(argv: list[str] | None = None) -> int:
             + ", ".join(
                 f"{setting}/local {median / m['local']:.2f}x"
                 for setting, median in m.items()
-                if setting not in ("local", "connect")
+                if setting not in ("local", "connect") and "local" in m
             )
-            + (f", local/connect {m['local'] / m['connect']:.2f}x" if "connect" in m else "")
+            + (
+                f", local/connect {m['local'] / m['connect']:.2f}x"
+                if "connect" in m and "local" in m
+                else ""
+            )
         )
     return 0
 
