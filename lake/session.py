@@ -107,9 +107,8 @@ def parallelism(spark: SparkSession) -> int:
     if master.startswith("local["):
         cores = master.removeprefix("local[").split(",")[0].rstrip("]")
         return int(cores) if cores.isdigit() else os.cpu_count() or 1
-    return int(
-        spark.conf.get("spark.sql.shuffle.partitions")
-    )  # a cluster's executors: unknown here
+    # a cluster's executors are unknown to a client: its shuffle width stands in
+    return int(spark.conf.get("spark.sql.shuffle.partitions"))
 
 
 def _check_delta(spark: SparkSession) -> None:
