@@ -77,6 +77,11 @@ BOMS = (
 )
 
 
+def bom_encoding(head: bytes) -> str | None:
+    """The non-UTF-8 encoding a file's first bytes declare by their byte-order mark, if any."""
+    return next((name for bom, name in BOMS if head.startswith(bom)), None)
+
+
 @dataclass(frozen=True)
 class FileProbe:
     """What a file's bytes say before Spark reads its lines."""
@@ -116,7 +121,7 @@ def probe_file(spark: SparkSession, path: str) -> FileProbe:
     stream = open_stream()
     try:
         head = bytes(stream.readNBytes(4))
-        encoding = next((name for bom, name in BOMS if head.startswith(bom)), None)
+        encoding = bom_encoding(head)
         if encoding is not None or codec is None:
             return FileProbe(path, encoding)
         jvm.org.apache.commons.io.IOUtils.consume(stream)
@@ -189,11 +194,10 @@ def fetch(spark: SparkSession, uri: str, cache: Path, version: str = "") -> Path
         shutil.rmtree(staging, ignore_errors=True)
         if is_connect(spark):
             _arrow.copy_tree(uri, str(staging))
-            staging.rename(target)
-            return target
-        fs, src = _fs(spark, uri)
-        destination = spark.sparkContext._jvm.org.apache.hadoop.fs.Path(str(staging))
-        fs.copyToLocalFile(False, src, destination, True)  # raw local FS: no .crc files
+        else:
+            fs, src = _fs(spark, uri)
+            destination = spark.sparkContext._jvm.org.apache.hadoop.fs.Path(str(staging))
+            fs.copyToLocalFile(False, src, destination, True)  # raw local FS: no .crc files
         staging.rename(target)
     return target
 
@@ -291,7 +295,7 @@ class _Arrow:
         if make is None:
             with filesystem.open_input_stream(path, compression=None) as stream:
                 head = stream.read(4)
-            return FileProbe(uri, next((n for bom, n in BOMS if head.startswith(bom)), None))
+            return FileProbe(uri, bom_encoding(head))
         lines, head, error = 0, b"", None
         with filesystem.open_input_stream(path, compression=None) as stream:
             decompressor = make()
@@ -311,7 +315,7 @@ class _Arrow:
                 error = f"{type(exc).__name__}: {one_line(exc)}"  # like a Java toString()
         if error is not None:
             return FileProbe(uri, error=error, lines_read=lines)
-        return FileProbe(uri, next((n for bom, n in BOMS if head.startswith(bom)), None))
+        return FileProbe(uri, bom_encoding(head))
 
 
 _arrow = _Arrow()

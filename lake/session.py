@@ -39,10 +39,13 @@ _LOCAL_DEFAULTS = {
 }
 
 
+def _defaults(master: str) -> dict[str, str]:
+    return {**_DEFAULTS, **(_LOCAL_DEFAULTS if master.startswith("local") else {})}
+
+
 def server_conf(master: str) -> dict[str, str]:
     """The configuration a driver serving many jobs starts with (``lake.connect``)."""
-    local = master.startswith("local")
-    return {**_DELTA_CONF, **_DEFAULTS, **(_LOCAL_DEFAULTS if local else {})}
+    return {**_DELTA_CONF, **_defaults(master)}
 
 
 def is_connect(spark: SparkSession) -> bool:
@@ -74,8 +77,7 @@ def build_session(
     if chosen.startswith("local"):
         # Python workers must use this interpreter (the venv), not whatever python3 is on PATH.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    defaults = {**_DEFAULTS, **(_LOCAL_DEFAULTS if chosen.startswith("local") else {})}
-    for key, value in defaults.items():
+    for key, value in _defaults(chosen).items():
         if existing.get(key, None) is None:
             builder = builder.config(key, value)
     for key, value in {**_DELTA_CONF, **(conf or {})}.items():

@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CLIENT = """
 import json, sys
 from datetime import UTC, datetime
+from pathlib import Path
 from lake import build_session, fs
 from lake.session import is_connect, parallelism
 from lake.tables import ensure_table, latest_version, restore, table_exists, table_path, write_table
@@ -59,7 +60,7 @@ out["exists_deleted"] = fs.exists(spark, f"{folder}/b.txt")
 out["missing_names"] = fs.list_names(spark, f"{folder}/nothing-here")
 out["probes"] = {
     p.split("/")[-1]: [probe.encoding, probe.lines_read, probe.error is not None]
-    for p in sorted(str(x) for x in __import__("pathlib").Path(damaged).iterdir())
+    for p in sorted(str(x) for x in Path(damaged).iterdir())
     for probe in [fs.probe_file(spark, p)]
 }
 print("RESULT " + json.dumps(out))
