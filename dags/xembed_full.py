@@ -260,7 +260,7 @@ def xembed_full():
     def prepare_input() -> str:
         return (
             "{% if params.input %}echo {{ params.input }}{% else %}"
-            f"spark-submit --master {MASTER} spark_jobs/generate_sample.py --out {WORK}/sample "
+            f"{SUBMIT}/generate_sample.py --out {WORK}/sample "
             f"--patents {{{{ params.sample_patents }}}} --seed {SEED} {{{{ params.sample_options }}}} >&2"
             f" && echo {WORK}/sample{{% endif %}}"
         )

@@ -15,6 +15,7 @@ import sys
 import uuid
 from datetime import UTC, datetime
 
+from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -119,15 +120,29 @@ class JobRun:
     def write(self, df: DataFrame, name: str, replace_where: str | None = None) -> int:
         """Write ``name`` through its contract; an empty result is refused before any commit
         unless the table may be empty or the run allows it (``--allow-empty``)."""
-        if not (self.allow_empty or table(name).may_be_empty) and df.isEmpty():
-            raise EmptyTableError(
-                f"{self.job}: {name} would be empty; nothing was written"
-                + (f" (the earlier outputs {sorted(self.outputs)} were)" if self.outputs else "")
-                + ". Check the input, or pass --allow-empty if an empty table is meant"
+        checked = not (self.allow_empty or table(name).may_be_empty)
+        # The check runs the plan through its shuffles; kept, the rows it computed are what the
+        # write stores, instead of computing them a second time (a caller's own cache stays).
+        kept = checked and df.storageLevel == StorageLevel.NONE
+        if kept:
+            df = df.persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            if checked and df.isEmpty():
+                raise EmptyTableError(
+                    f"{self.job}: {name} would be empty; nothing was written"
+                    + (
+                        f" (the earlier outputs {sorted(self.outputs)} were)"
+                        if self.outputs
+                        else ""
+                    )
+                    + ". Check the input, or pass --allow-empty if an empty table is meant"
+                )
+            version = write_table(
+                self.spark, df, self.lake, name, replace_where, user_metadata=tag(self.run_id)
             )
-        version = write_table(
-            self.spark, df, self.lake, name, replace_where, user_metadata=tag(self.run_id)
-        )
+        finally:
+            if kept:
+                df.unpersist()
         self.outputs[name] = version
         self.info(f"wrote {name} (version {version})")
         return version

@@ -5,6 +5,7 @@ Client code runs in subprocesses: a Connect session switches pyspark into Connec
 its whole process, and this worker's other tests use a classic session.
 """
 
+import gzip
 import json
 import os
 import subprocess
@@ -16,6 +17,7 @@ from deltalake import DeltaTable
 
 from lake import connect, fs
 from spark_jobs import ingest
+from spark_jobs.lib.sample.generate import generate
 from tests.faults.test_bad_files import _bad_input
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
@@ -143,3 +145,22 @@ def _same_words(frame) -> list[list[str]]:
                 row[i] = json.dumps({**detail, "error": bool(detail["error"])}, sort_keys=True)
         rows.append(row)
     return sorted(rows)
+
+
+def test_the_sample_generator_on_the_server_writes_the_local_files(spark, server, tmp_path):
+    _, url = server
+    remote, local = tmp_path / "remote", tmp_path / "local"
+    done = client(
+        url, "spark_jobs/generate_sample.py", "--out", str(remote), "--patents", "60",
+        "--seed", "5", "--bad-share", "0.1",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    manifest = generate(spark, str(local), n_patents=60, seed=5, bad_share=0.1)
+    assert json.loads((remote / "_manifest.json").read_text()) == manifest
+    assert manifest["corruptions"]  # the damaged records are part of what is compared
+    names = sorted(p.name for p in local.glob("publications-*.jsonl.gz"))
+    assert names and sorted(p.name for p in remote.glob("publications-*.jsonl.gz")) == names
+    for name in names:
+        assert gzip.decompress((remote / name).read_bytes()) == gzip.decompress(
+            (local / name).read_bytes()
+        )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 
+import pandas as pd
 from pyspark.sql import SparkSession
 
 from lake import fs
@@ -18,6 +19,10 @@ def expected_quarantine(kinds: Counter) -> dict[str, int]:
     for kind, (reason, lines) in sample_records.CORRUPTIONS.items():
         out[reason] += kinds.get(kind, 0) * lines
     return dict(out)
+
+
+def _column(name: str, values: list[str]) -> pd.DataFrame:
+    return pd.DataFrame({name: pd.Series(values, dtype=object)})
 
 
 def generate(
@@ -35,23 +40,35 @@ def generate(
     X retrieval harder; the manifest records it.
     """
     plan = sample_plan.build_plan(seed, n_patents, difficulty)
-    sc = spark.sparkContext
-    shared = sc.broadcast(plan)
     n_parts = partitions or max(2, min(256, n_patents // 20_000 + 1))
-    families = sc.parallelize(range(plan.n_families), n_parts)
+    # DataFrame code only (no SparkContext), so the job also runs as a Spark Connect client;
+    # the plan travels in the functions' closures. spark.range slices families into the same
+    # contiguous runs per partition as sc.parallelize did: the files are byte for byte the same.
+    families = spark.range(0, plan.n_families, 1, n_parts)
 
-    def lines(partition):
-        p = shared.value
-        for family in partition:
-            for line in sample_records.family_lines(p, family, bad_share):
-                yield (line,)
+    def lines(batches):
+        for batch in batches:
+            yield _column(
+                "value",
+                [
+                    line
+                    for family in batch["id"].tolist()
+                    for line in sample_records.family_lines(plan, family, bad_share)
+                ],
+            )
 
-    def kinds(partition):
-        p = shared.value
-        for family in partition:
-            yield from sample_records.family_corruptions(p, family, bad_share)
+    def kinds(batches):
+        for batch in batches:
+            yield _column(
+                "kind",
+                [
+                    kind
+                    for family in batch["id"].tolist()
+                    for kind in sample_records.family_corruptions(plan, family, bad_share)
+                ],
+            )
 
-    frame = spark.createDataFrame(families.mapPartitions(lines), "value string")
+    frame = families.mapInPandas(lines, "value string")
     frame.write.mode("overwrite").option("compression", "gzip").text(out)
     parts = [n for n in fs.list_names(spark, out) if n.startswith("part-")]
     for i, name in enumerate(parts):
@@ -59,7 +76,8 @@ def generate(
             spark, f"{out}/{name}", f"{out}/publications-{i:05d}-of-{len(parts):05d}.jsonl.gz"
         )
 
-    corruption_counts = Counter(families.mapPartitions(kinds).countByValue())
+    counted = families.mapInPandas(kinds, "kind string").groupBy("kind").count().collect()
+    corruption_counts = Counter({row["kind"]: row["count"] for row in counted})
     clean = corruption_counts.pop("clean", 0)
     manifest = {
         "format": "google_patents",
@@ -79,5 +97,4 @@ def generate(
         "files": len(parts),
     }
     fs.write_text(spark, f"{out}/_manifest.json", json.dumps(manifest, indent=2, sort_keys=True))
-    shared.unpersist()
     return manifest
