@@ -21,8 +21,20 @@ def expected_quarantine(kinds: Counter) -> dict[str, int]:
     return dict(out)
 
 
-def _column(name: str, values: list[str]) -> pd.DataFrame:
-    return pd.DataFrame({name: pd.Series(values, dtype=object)})
+def _each_family(rows_of, plan, bad_share: float, name: str):
+    """A mapInPandas function: ``rows_of(plan, family, bad_share)`` for each family id, as one
+    string column ``name``."""
+
+    def emit(batches):
+        for batch in batches:
+            values = [
+                value
+                for family in batch["id"].tolist()
+                for value in rows_of(plan, family, bad_share)
+            ]
+            yield pd.DataFrame({name: pd.Series(values, dtype=object)})
+
+    return emit
 
 
 def generate(
@@ -46,29 +58,9 @@ def generate(
     # contiguous runs per partition as sc.parallelize did: the files are byte for byte the same.
     families = spark.range(0, plan.n_families, 1, n_parts)
 
-    def lines(batches):
-        for batch in batches:
-            yield _column(
-                "value",
-                [
-                    line
-                    for family in batch["id"].tolist()
-                    for line in sample_records.family_lines(plan, family, bad_share)
-                ],
-            )
-
-    def kinds(batches):
-        for batch in batches:
-            yield _column(
-                "kind",
-                [
-                    kind
-                    for family in batch["id"].tolist()
-                    for kind in sample_records.family_corruptions(plan, family, bad_share)
-                ],
-            )
-
-    frame = families.mapInPandas(lines, "value string")
+    frame = families.mapInPandas(
+        _each_family(sample_records.family_lines, plan, bad_share, "value"), "value string"
+    )
     frame.write.mode("overwrite").option("compression", "gzip").text(out)
     parts = [n for n in fs.list_names(spark, out) if n.startswith("part-")]
     for i, name in enumerate(parts):
@@ -76,7 +68,14 @@ def generate(
             spark, f"{out}/{name}", f"{out}/publications-{i:05d}-of-{len(parts):05d}.jsonl.gz"
         )
 
-    counted = families.mapInPandas(kinds, "kind string").groupBy("kind").count().collect()
+    counted = (
+        families.mapInPandas(
+            _each_family(sample_records.family_corruptions, plan, bad_share, "kind"), "kind string"
+        )
+        .groupBy("kind")
+        .count()
+        .collect()
+    )
     corruption_counts = Counter({row["kind"]: row["count"] for row in counted})
     clean = corruption_counts.pop("clean", 0)
     manifest = {
