@@ -76,7 +76,7 @@ $(STAMP): pyproject.toml constraints.txt
 	@touch $@
 
 test: lint  ## lint, then the test suite (TEST_WORKERS processes; the Airflow end-to-end run in one of them)
-	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 
 lint: setup  ## ruff check + ruff format --check (part of `make test`, so CI fails on either)
 	$(BIN)/ruff check .
