@@ -9,7 +9,6 @@ import sys
 from pyspark import SparkConf
 from pyspark.sql import SparkSession
 
-from lake.jars import maven_coordinates
 from schemas.defaults import IPC_SECTIONS
 
 DEFAULT_LAKE = os.environ.get("XEMBED_LAKE", "./data/lake")
@@ -118,6 +117,10 @@ def _check_delta(spark: SparkSession) -> None:
     try:
         jvm.java.lang.Class.forName("io.delta.tables.DeltaTable")
     except Exception as exc:  # py4j wraps ClassNotFoundException
+        # `import lake` must not import lake.jars, or `python -m lake.jars` (make setup) warns
+        # that the module was imported before it ran: deferred to this error path
+        from lake.jars import maven_coordinates
+
         raise RuntimeError(
             "delta-spark jars are not on Spark's classpath. Run `make setup` for local runs, "
             f"or pass --packages {maven_coordinates()} to spark-submit on a cluster."
