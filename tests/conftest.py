@@ -32,7 +32,11 @@ END_TO_END, LAKE_GROUP = "airflow_end_to_end", "session_lake"
 
 def _group(item) -> str | None:
     marker = item.get_closest_marker("xdist_group")
-    return None if marker is None else str(marker.args[0] if marker.args else marker.kwargs["name"])
+    return (
+        None
+        if marker is None
+        else str(marker.args[0] if marker.args else marker.kwargs.get("name", "default"))
+    )
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's hook turns the group markers into node ids

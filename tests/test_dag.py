@@ -12,6 +12,7 @@ import pytest
 from deltalake import DeltaTable
 
 from lake import connect
+from tests.conftest import END_TO_END
 
 ROOT = Path(__file__).resolve().parents[1]
 DAGS = ROOT / "dags"
@@ -149,7 +150,7 @@ def _run_id(output: str) -> str:
 
 @pytest.mark.integration
 # under `make test` one worker runs this while the other takes the rest of the suite
-@pytest.mark.xdist_group("airflow_end_to_end")
+@pytest.mark.xdist_group(END_TO_END)
 def test_airflow_dags_test_runs_the_whole_pipeline(tmp_path):
     home = tmp_path / "airflow"
     assert airflow(home, "db", "migrate").returncode == 0
