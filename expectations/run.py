@@ -16,7 +16,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from expectations.suites import SUITES, suite_for
+from expectations.suites import SUITES, suite_for, tables_queried
 from lake import build_session, table_exists, table_path, visible_versions, write_table
 from schemas import TABLES
 from schemas import table as table_spec
@@ -94,10 +94,12 @@ def validate(
     from pyspark.sql import functions as F
 
     docs = _docs_dir(lake, run_id, docs_dir)
-    # the versions readers see: what successful runs published (lake.snapshots)
-    present = [name for name in TABLES if table_exists(spark, table_path(lake, name))]
-    versions = visible_versions(spark, lake, present)
-    for name in present:  # cross-table expectations query these views
+    # the versions readers see: what successful runs published (lake.snapshots), of the
+    # tables validated and of those their cross-table expectations query (as dq_<path> views)
+    queried = set(tables).union(*(tables_queried(name) for name in tables))
+    present = [n for n in TABLES if n in queried and table_exists(spark, table_path(lake, n))]
+    versions = visible_versions(spark, lake, dict.fromkeys([*tables, *present]))
+    for name in present:
         spark.read.format("delta").option("versionAsOf", versions[name]).load(
             table_path(lake, name)
         ).createOrReplaceTempView("dq_" + name.replace("/", "_"))

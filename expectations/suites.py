@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Callable
 from datetime import UTC, datetime
 
 import great_expectations as gx
 
+from schemas import TABLES
 from schemas.defaults import CLAIM_RELATIONS, RECIPES, SIGNALS, VIEWS
 from spark_jobs.lib.languages import ISO_639_1
 from spark_jobs.lib.pairs import PAIR_TYPES
@@ -405,6 +408,14 @@ SUITES: dict[str, Callable[[], list]] = {
     "gold/stage2_validation": lambda: _examples(validation=True),
     "gold/stage2_dropped": gold_stage2_dropped,
 }
+
+
+def tables_queried(table: str) -> set[str]:
+    """The lake tables whose ``dq_<path>`` views the suite of ``table`` queries (cross-table
+    expectations), so a run registers and pins only those."""
+    views = {"dq_" + name.replace("/", "_"): name for name in TABLES}
+    text = " ".join(json.dumps(e.configuration.kwargs, default=str) for e in SUITES[table]())
+    return {views[v] for v in re.findall(r"\bdq_[a-z0-9_]+", text) if v in views}
 
 
 def suite_for(table: str) -> gx.ExpectationSuite:

@@ -7,6 +7,7 @@ import pytest
 from deltalake import DeltaTable
 
 from expectations.run import validate
+from expectations.suites import tables_queried
 from spark_jobs import ingest
 from spark_jobs.lib.leakage import LeakageError, audit_no_leakage
 from tests.conftest import copy_lake
@@ -126,6 +127,19 @@ def test_data_quality_passes_and_writes_results_and_data_docs(spark, pipeline):
     validate(spark, lake, ["silver/families"], run_id="it")
     results = delta(lake, "dq/results")
     assert len(results[results.run_id == "it"]) == len(rows)
+
+
+def test_a_dq_run_pins_only_the_tables_its_suites_query():
+    # a run validating one table reads (and pins the visible version of) that table and the
+    # tables its cross-table expectations query as dq_<path> views, not the whole lake
+    assert tables_queried("gold/stage1_pairs") == {
+        "bronze/citations",
+        "silver/excluded_families",
+        "silver/patents",
+    }
+    assert tables_queried("silver/claim_graph") == {"silver/claims"}
+    assert tables_queried("gold/stage2_examples") >= {"gold/stage2_validation"}
+    assert tables_queried("silver/views") == set()
 
 
 def test_a_planted_violation_fails_a_critical_expectation(spark, pipeline, tmp_path):
