@@ -167,7 +167,9 @@ def test_airflow_dags_test_runs_the_whole_pipeline(tmp_path):
         "cutoffs": "10,100",
         "landscape": "A,B,C,H",  # about 3/4 of this sample's patents
         "query_types": "ABS,TAC,TITLE,SUMMARY",
-        "recipes": ["r3", "r4"],  # qaecter's pairs: tests/test_recipes.py
+        # one recipe and one matched control run the recipe branch (both loops); what each
+        # recipe pairs, and r4 against r3, is tests/test_recipes.py's
+        "recipes": ["r3"],
         "controls": ["r4-matched-r3"],
         "phage": True,
         "phage_base_model": "builtin:minilm",  # PHAGE needs a BERT-style base, not cpu-small's
@@ -182,7 +184,7 @@ def test_airflow_dags_test_runs_the_whole_pipeline(tmp_path):
     )[-5000:]
     metrics = DeltaTable(str(tmp_path / "lake" / "eval" / "metrics")).to_pandas()
     names = ("bm25", "base", "stage1", "sft", "xembed", "hybrid")
-    recipes = ("recipe-r3", "recipe-r4", "recipe-r4-matched-r3")
+    recipes = ("recipe-r3", "recipe-r4-matched-r3")
     phage = ("phage-base", "phage", "phage-nograph")
     assert set(metrics.run_id) == {f"{n}-ci" for n in (*names, *recipes, *phage)}
     assert set(metrics[metrics.run_id == "phage-ci"].task) == set(
@@ -210,7 +212,7 @@ def test_airflow_dags_test_runs_the_whole_pipeline(tmp_path):
     }
     pairs = DeltaTable(str(tmp_path / "lake" / "gold" / "stage1_pairs")).to_pandas()
     volume = pairs.recipe.value_counts()
-    assert volume["r4-matched-r3"] == volume["r3"] < volume["r4"]
+    assert volume["r4-matched-r3"] == volume["r3"] and "r4" not in volume
     significance = DeltaTable(str(tmp_path / "lake" / "eval" / "significance")).to_pandas()
     tested = set(zip(significance.run_a, significance.run_b, strict=True))
     assert {("base-ci", f"{r}-ci") for r in recipes} <= tested
