@@ -45,7 +45,8 @@ def pytest_collection_modifyitems(config, items):
     the other groups, then the rest: `make test` (`--no-loadscope-reorder`) hands them out in
     this order, so one worker starts the end-to-end run at once and the other the lake group."""
     for item in items:
-        if "pipeline" in item.fixturenames and _group(item) is None:
+        # a module's own group (its shared lakes) never takes a session-lake test elsewhere
+        if "pipeline" in item.fixturenames and _group(item) != END_TO_END:
             item.add_marker(pytest.mark.xdist_group(LAKE_GROUP))
     rank = {END_TO_END: 0, LAKE_GROUP: 1, None: 3}
     items.sort(key=lambda item: rank.get(_group(item), 2))
@@ -154,10 +155,15 @@ def stage2(spark, pipeline, tmp_path_factory):
 def copy_lake(pipeline, tmp_path) -> str:
     """A private copy of the session's pipeline lake, for tests that write to it (a rerun
     there would change the lineage every later test's jobs check)."""
+    _, _, lake, _ = pipeline
+    return private_copy(lake, tmp_path)
+
+
+def private_copy(lake: str, tmp_path, name: str = "lake") -> str:
+    """A copy of a lake a module's tests share, for one test to write to."""
     import shutil
 
-    _, _, lake, _ = pipeline
-    copy = tmp_path / "lake"
+    copy = tmp_path / name
     shutil.copytree(lake, copy)
     return str(copy)
 

@@ -20,7 +20,8 @@ from spark_jobs import ingest
 from spark_jobs.lib.sample.generate import generate
 from tests.faults.test_bad_files import _bad_input
 
-pytestmark = [pytest.mark.spark, pytest.mark.integration]
+# one worker starts this module's server (`server`) once
+pytestmark = [pytest.mark.spark, pytest.mark.integration, pytest.mark.xdist_group("connect")]
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -12,9 +12,10 @@ from schemas import table
 from spark_jobs import build_pairs, export_training
 from spark_jobs.lib.leakage import LeakageError, write_audited
 from spark_jobs.lib.pairs import quotas, signal_quotas, view_keys
-from tests.conftest import views_frame
+from tests.conftest import private_copy, views_frame
 
-pytestmark = pytest.mark.spark
+# one worker builds this module's shared lakes once (`corpus`, `built`)
+pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("pairs")]
 
 # (publication, family, lang, view, text)
 VIEWS = [
@@ -61,8 +62,10 @@ EXPECTED = {
 }
 
 
-@pytest.fixture
-def corpus(spark, lake):
+@pytest.fixture(scope="module")
+def corpus(spark, tmp_path_factory):
+    """The hand-built corpus, no pairs yet; tests that write take a `private_copy`."""
+    lake = str(tmp_path_factory.mktemp("pairs") / "lake")
     write_table(spark, views_frame(spark, VIEWS), lake, "silver/views")
     views = pd.DataFrame(VIEWS, columns=["publication_number", "family_id", "lang", "view", "text"])
     patents = views.groupby("publication_number").agg(
@@ -103,6 +106,13 @@ def corpus(spark, lake):
     return lake
 
 
+@pytest.fixture(scope="module")
+def built(spark, corpus, tmp_path_factory):
+    """`corpus` with the paper's pairs (recipe xembed) built once: (lake, the job's metrics)."""
+    lake = private_copy(corpus, tmp_path_factory.mktemp("built"))
+    return lake, build_pairs.run(spark, lake)
+
+
 def pair_rows(lake):
     frame = DeltaTable(f"{lake}/gold/stage1_pairs").to_pandas()
     return frame, {
@@ -113,9 +123,9 @@ def pair_rows(lake):
     }
 
 
-def test_xembed_pairs_are_exactly_the_expected_rows(spark, corpus):
-    metrics = build_pairs.run(spark, corpus)
-    frame, got = pair_rows(corpus)
+def test_xembed_pairs_are_exactly_the_expected_rows(built):
+    lake, metrics = built
+    frame, got = pair_rows(lake)
     assert got == EXPECTED
     assert len(frame) == len(EXPECTED)  # one row per unordered pair
     assert set(frame.family_id) == {"F1", "F2", "F3"}
@@ -129,7 +139,7 @@ def test_xembed_pairs_are_exactly_the_expected_rows(spark, corpus):
         "CLAIM-CLAIM": ("CLAIM", "CLAIM"),
     }
     assert metrics["dropped_identical_text"] == 1 and metrics["dropped_duplicate_text_pair"] == 1
-    stats = DeltaTable(f"{corpus}/gold/stage1_stats").to_pandas()
+    stats = DeltaTable(f"{lake}/gold/stage1_stats").to_pandas()
     assert stats.n_pairs.sum() == len(EXPECTED)
     assert (
         stats.set_index(["pair_type", "anchor_lang", "positive_lang"]).n_pairs[
@@ -139,18 +149,19 @@ def test_xembed_pairs_are_exactly_the_expected_rows(spark, corpus):
     )
 
 
-def test_recipes_replace_only_their_own_partition(spark, corpus):
-    build_pairs.run(spark, corpus)
-    build_pairs.run(spark, corpus, recipe="r3")
-    build_pairs.run(spark, corpus, recipe="r3")  # a rerun replaces, never duplicates
-    frame = DeltaTable(f"{corpus}/gold/stage1_pairs").to_pandas()
+def test_recipes_replace_only_their_own_partition(spark, built, tmp_path):
+    lake = private_copy(built[0], tmp_path)
+    build_pairs.run(spark, lake, recipe="r3")
+    build_pairs.run(spark, lake, recipe="r3")  # a rerun replaces, never duplicates
+    frame = DeltaTable(f"{lake}/gold/stage1_pairs").to_pandas()
     assert len(frame[frame.recipe == "xembed"]) == len(EXPECTED)
     r3 = frame[frame.recipe == "r3"]
     assert ("ABS-FIC", "US-1-B2") in set(zip(r3.pair_type, r3.anchor_id, strict=True))
     assert not r3.duplicated(["pair_type", "anchor_id", "anchor_lang"]).any()
 
 
-def test_family_cap_and_max_pairs_sample_deterministically(spark, corpus):
+def test_family_cap_and_max_pairs_sample_deterministically(spark, corpus, tmp_path):
+    corpus = private_copy(corpus, tmp_path)
     build_pairs.run(spark, corpus, family_cap=1, seed=3)
     capped, rows = pair_rows(corpus)
     assert capped.groupby(["family_id", "pair_type"]).size().max() == 1
@@ -190,8 +201,8 @@ def test_quotas_are_proportional_and_exact():
     assert quotas({"a": 3}, 10) == {"a": 3}
 
 
-def test_a_leaking_write_is_undone_and_fails(spark, corpus):
-    build_pairs.run(spark, corpus)
+def test_a_leaking_write_is_undone_and_fails(spark, built, tmp_path):
+    corpus = private_copy(built[0], tmp_path)
     before = DeltaTable(f"{corpus}/gold/stage1_pairs").to_pandas()
     leak = spark.createDataFrame(
         [
@@ -226,8 +237,8 @@ def test_a_leaking_write_is_undone_and_fails(spark, corpus):
     assert len(after) == len(before) and "F9" not in set(after.family_id)
 
 
-def test_export_round_trip_parquet_and_swift_jsonl(spark, corpus, tmp_path):
-    build_pairs.run(spark, corpus)
+def test_export_round_trip_parquet_and_swift_jsonl(spark, built, tmp_path):
+    corpus = private_copy(built[0], tmp_path)
     texts = {(p, lang, v): t for p, _, lang, v, t in VIEWS}
     out = tmp_path / "parquet"
     manifest = export_training.run(spark, corpus, "stage1", "parquet", str(out), rows_per_shard=6)

@@ -11,9 +11,10 @@ from lake import read_pandas, write_table
 from schemas import table
 from spark_jobs import build_pairs, export_training
 from spark_jobs.lib.pairs import signal_quotas
-from tests.conftest import copy_lake, views_frame
+from tests.conftest import copy_lake, private_copy, views_frame
 
-pytestmark = pytest.mark.spark
+# one worker builds this module's shared lakes once (`base`, `built`)
+pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("recipes")]
 
 # publication, family, lang, IPC codes, publication date
 PATENTS = [
@@ -41,8 +42,10 @@ CITATIONS = [
 SECTIONS = ("TITLE", "ABS", "CLAIM", "FIC", "DESC", "TAC")
 
 
-@pytest.fixture
-def corpus(spark, lake):
+@pytest.fixture(scope="module")
+def base(spark, tmp_path_factory):
+    """The hand-built corpus, no pairs yet; tests that write take a `private_copy`."""
+    lake = str(tmp_path_factory.mktemp("recipes") / "lake")
     views = [
         (pn, fam, lang, view, f"{view} text of {pn} ({lang})")
         for pn, fam, lang, _, _ in PATENTS
@@ -116,12 +119,20 @@ def keys(frame: pd.DataFrame, pair_type: str) -> set:
     return set(zip(rows.anchor_id, rows.positive_id, strict=True))
 
 
+@pytest.fixture(scope="module")
+def built(spark, base, tmp_path_factory):
+    """`base` with r3, r4 (seed 3) and qaecter built once, in that order, for tests to read."""
+    lake = private_copy(base, tmp_path_factory.mktemp("built"))
+    for recipe in ("r3", "r4", "qaecter"):
+        build_pairs.run(spark, lake, recipe=recipe, seed=3)
+    return lake
+
+
 TRAINING = {"P1", "P1J", "P2", "P3", "P4", "P5", "P6"}  # every patent but the evaluation family's
 
 
-def test_r3_pairs_four_sections_of_each_patent(spark, corpus):
-    build_pairs.run(spark, corpus, recipe="r3")
-    r3 = pairs_of(corpus, "r3")
+def test_r3_pairs_four_sections_of_each_patent(built):
+    r3 = pairs_of(built, "r3")
     assert set(r3.signal) == {"cross_section"}
     for pair_type in ("TITLE-ABS", "ABS-CLAIM", "ABS-FIC", "CLAIM-DESC"):
         assert keys(r3, pair_type) == {(p, p) for p in TRAINING}, pair_type
@@ -131,11 +142,9 @@ def test_r3_pairs_four_sections_of_each_patent(spark, corpus):
     ).all()
 
 
-def test_r4_adds_taxonomy_and_citation_pairs(spark, corpus):
-    build_pairs.run(spark, corpus, recipe="r3")
-    build_pairs.run(spark, corpus, recipe="r4", seed=3)
-    r4 = pairs_of(corpus, "r4")
-    assert len(pairs_of(corpus, "r3")) == 28  # r3's partition is left alone
+def test_r4_adds_taxonomy_and_citation_pairs(spark, built, tmp_path):
+    r4 = pairs_of(built, "r4")
+    assert len(pairs_of(built, "r3")) == 28  # r3's partition is left alone (r4, qaecter after it)
     # citations: resolved X/Y/A, other families, both before the cutoff, one pair per direction
     assert keys(r4, "CITATION") == {("P1", "P2"), ("P3", "P4"), ("P1J", "P4")}
     codes = {pn: {c[:4] for c in ipc} for pn, _, _, ipc, _ in PATENTS}
@@ -151,25 +160,26 @@ def test_r4_adds_taxonomy_and_citation_pairs(spark, corpus):
         cross.family_id != cross.positive_family_id
     ).all()
     assert len(r4) == 28 + 4 + 3
-    stats = DeltaTable(f"{corpus}/gold/stage1_stats").to_pandas()
+    stats = DeltaTable(f"{built}/gold/stage1_stats").to_pandas()
     by_signal = stats[stats.recipe == "r4"].groupby("signal").n_pairs.sum().to_dict()
     assert by_signal == {"cross_section": 28, "taxonomy": 4, "citation": 3}
     # the cap holds per subclass; the same seed gives the same pairs
-    build_pairs.run(spark, corpus, recipe="r4", seed=3, taxonomy_cap=1)
-    assert len(keys(pairs_of(corpus, "r4"), "TAXONOMY")) == 3
-    build_pairs.run(spark, corpus, recipe="r4", seed=3)
-    assert keys(pairs_of(corpus, "r4"), "TAXONOMY") == taxonomy
+    lake = private_copy(built, tmp_path)
+    build_pairs.run(spark, lake, recipe="r4", seed=3, taxonomy_cap=1)
+    assert len(keys(pairs_of(lake, "r4"), "TAXONOMY")) == 3
+    build_pairs.run(spark, lake, recipe="r4", seed=3)
+    assert keys(pairs_of(lake, "r4"), "TAXONOMY") == taxonomy
 
 
-def test_citation_pairs_respect_an_explicit_cutoff(spark, corpus):
-    build_pairs.run(spark, corpus, recipe="qaecter", eval_cutoff="2021-01-01")
-    qaecter = pairs_of(corpus, "qaecter")
+def test_citation_pairs_respect_an_explicit_cutoff(spark, base, tmp_path):
+    lake = private_copy(base, tmp_path)
+    build_pairs.run(spark, lake, recipe="qaecter", eval_cutoff="2021-01-01")
+    qaecter = pairs_of(lake, "qaecter")
     assert keys(qaecter, "CITATION") == {("P1J", "P4")}  # P2, P3 published after 2021-01-01
 
 
-def test_qaecter_citations_and_multi_view_self_alignment(spark, corpus):
-    build_pairs.run(spark, corpus, recipe="qaecter")
-    q = pairs_of(corpus, "qaecter")
+def test_qaecter_citations_and_multi_view_self_alignment(built):
+    q = pairs_of(built, "qaecter")
     assert keys(q, "CITATION") == {("P1", "P2"), ("P3", "P4"), ("P1J", "P4")}
     for pair_type in ("ABS-CLAIM", "ABS-DESC", "CLAIM-DESC"):
         assert keys(q, pair_type) == {(p, p) for p in TRAINING}
@@ -178,26 +188,29 @@ def test_qaecter_citations_and_multi_view_self_alignment(spark, corpus):
     assert len(q) == 3 + 3 * 7 + 2
 
 
-def test_matched_volume_is_exact_and_proportional_across_signals(spark, corpus, capsys):
+def test_matched_volume_is_exact_and_proportional_across_signals(
+    spark, base, built, tmp_path, capsys
+):
     with pytest.raises(FileNotFoundError, match="gold/stage1_pairs"):
-        build_pairs.run(spark, corpus, recipe="r4", match_volume_of="r3")
-    build_pairs.run(spark, corpus, recipe="r3")
-    build_pairs.run(spark, corpus, recipe="r4")
-    metrics = build_pairs.run(spark, corpus, recipe="r4", match_volume_of="r3", seed=5)
-    control = pairs_of(corpus, "r4-matched-r3")
-    assert len(control) == len(pairs_of(corpus, "r3")) == metrics["matched_volume"] == 28
-    full = pairs_of(corpus, "r4")
+        build_pairs.run(
+            spark, private_copy(base, tmp_path, "empty"), recipe="r4", match_volume_of="r3"
+        )
+    lake = private_copy(built, tmp_path)
+    metrics = build_pairs.run(spark, lake, recipe="r4", match_volume_of="r3", seed=5)
+    control = pairs_of(lake, "r4-matched-r3")
+    assert len(control) == len(pairs_of(lake, "r3")) == metrics["matched_volume"] == 28
+    full = pairs_of(lake, "r4")
     counts = full.groupby("pair_type").size().to_dict()
     signal_of = dict(zip(full.pair_type, full.signal, strict=False))
     assert control.groupby("pair_type").size().to_dict() == signal_quotas(counts, signal_of, 28)
-    assert len(pairs_of(corpus, "r4")) == 35  # the full recipe stays
+    assert len(pairs_of(lake, "r4")) == 35  # the full recipe stays
     err = capsys.readouterr().err
     assert "signal taxonomy" in err and "total" in err and "28" in err
-    stats = DeltaTable(f"{corpus}/gold/stage1_stats").to_pandas()
+    stats = DeltaTable(f"{lake}/gold/stage1_stats").to_pandas()
     assert stats[stats.recipe == "r4-matched-r3"].n_pairs.sum() == 28
     # a smaller recipe cannot be the control of a larger one
     with pytest.raises(ValueError, match="fewer"):
-        build_pairs.run(spark, corpus, recipe="r3", match_volume_of="r4")
+        build_pairs.run(spark, lake, recipe="r3", match_volume_of="r4")
 
 
 def test_signal_quotas_are_exact_per_signal_then_per_type():
@@ -207,19 +220,19 @@ def test_signal_quotas_are_exact_per_signal_then_per_type():
     assert sum(q.values()) == 9 and q["A"] + q["B"] in (5, 6) and q["T"] + q["C"] in (3, 4)
 
 
-def test_export_of_a_recipe_names_both_families(spark, corpus, tmp_path):
-    build_pairs.run(spark, corpus, recipe="r4")
+def test_export_of_a_recipe_names_both_families(spark, built, tmp_path):
+    lake = private_copy(built, tmp_path)
     manifest = export_training.run(
-        spark, corpus, "stage1", "parquet", str(tmp_path / "r4"), recipe="r4"
+        spark, lake, "stage1", "parquet", str(tmp_path / "r4"), recipe="r4"
     )
     assert manifest["recipe"] == "r4" and manifest["rows"] == 35
     rows = pd.read_parquet(tmp_path / "r4")
     cited = rows[rows.pair_type == "CITATION"]
     assert all(len(f) == 2 for f in cited.families)
     assert all(len(f) == 1 for f in rows[rows.signal == "cross_section"].families)
-    with pytest.raises(ValueError, match="no pairs of recipe 'qaecter'"):
+    with pytest.raises(ValueError, match="no pairs of recipe 'r4-matched-r3'"):
         export_training.run(
-            spark, corpus, "stage1", "parquet", str(tmp_path / "q"), recipe="qaecter"
+            spark, lake, "stage1", "parquet", str(tmp_path / "q"), recipe="r4-matched-r3"
         )
 
 
