@@ -30,13 +30,13 @@ if "SPARK_SUBMIT_OPTS" not in os.environ:  # make test sets it; direct pytest ru
 END_TO_END, LAKE_GROUP = "airflow_end_to_end", "session_lake"
 
 
+def _name(marker) -> str:
+    return str(marker.args[0] if marker.args else marker.kwargs.get("name", "default"))
+
+
 def _group(item) -> str | None:
     marker = item.get_closest_marker("xdist_group")
-    return (
-        None
-        if marker is None
-        else str(marker.args[0] if marker.args else marker.kwargs.get("name", "default"))
-    )
+    return None if marker is None else _name(marker)
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's hook turns the group markers into node ids
@@ -45,9 +45,18 @@ def pytest_collection_modifyitems(config, items):
     the other groups, then the rest: `make test` (`--no-loadscope-reorder`) hands them out in
     this order, so one worker starts the end-to-end run at once and the other the lake group."""
     for item in items:
-        # a module's own group (its shared lakes) never takes a session-lake test elsewhere
-        if "pipeline" in item.fixturenames and _group(item) != END_TO_END:
-            item.add_marker(pytest.mark.xdist_group(LAKE_GROUP))
+        if "pipeline" not in item.fixturenames:
+            continue
+        groups = {_name(marker) for marker in item.iter_markers("xdist_group")}
+        if groups - {LAKE_GROUP}:
+            # pytest-xdist joins the names of all of a test's groups into one new group, which
+            # would build the session lake in a second worker
+            raise pytest.UsageError(
+                f"{item.nodeid} uses the session lake (`pipeline`): it may join no xdist group "
+                f"but {LAKE_GROUP!r}, found {sorted(groups)}; mark its module's other tests "
+                "one by one instead"
+            )
+        item.add_marker(pytest.mark.xdist_group(LAKE_GROUP))
     rank = {END_TO_END: 0, LAKE_GROUP: 1, None: 3}
     items.sort(key=lambda item: rank.get(_group(item), 2))
 

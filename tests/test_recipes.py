@@ -13,8 +13,10 @@ from spark_jobs import build_pairs, export_training
 from spark_jobs.lib.pairs import signal_quotas
 from tests.conftest import copy_lake, private_copy, views_frame
 
-# one worker builds this module's shared lakes once (`base`, `built`)
-pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("recipes")]
+pytestmark = pytest.mark.spark
+# the tests on this module's shared lakes (`base`, `built`) run in one worker, which builds
+# them once; the test on the session lake stays in that lake's group (tests/conftest.py)
+SHARED_LAKES = pytest.mark.xdist_group("recipes")
 
 # publication, family, lang, IPC codes, publication date
 PATENTS = [
@@ -131,6 +133,7 @@ def built(spark, base, tmp_path_factory):
 TRAINING = {"P1", "P1J", "P2", "P3", "P4", "P5", "P6"}  # every patent but the evaluation family's
 
 
+@SHARED_LAKES
 def test_r3_pairs_four_sections_of_each_patent(built):
     r3 = pairs_of(built, "r3")
     assert set(r3.signal) == {"cross_section"}
@@ -142,6 +145,7 @@ def test_r3_pairs_four_sections_of_each_patent(built):
     ).all()
 
 
+@SHARED_LAKES
 def test_r4_adds_taxonomy_and_citation_pairs(spark, built, tmp_path):
     r4 = pairs_of(built, "r4")
     assert len(pairs_of(built, "r3")) == 28  # r3's partition is left alone (r4, qaecter after it)
@@ -171,6 +175,7 @@ def test_r4_adds_taxonomy_and_citation_pairs(spark, built, tmp_path):
     assert keys(pairs_of(lake, "r4"), "TAXONOMY") == taxonomy
 
 
+@SHARED_LAKES
 def test_citation_pairs_respect_an_explicit_cutoff(spark, base, tmp_path):
     lake = private_copy(base, tmp_path)
     build_pairs.run(spark, lake, recipe="qaecter", eval_cutoff="2021-01-01")
@@ -178,6 +183,7 @@ def test_citation_pairs_respect_an_explicit_cutoff(spark, base, tmp_path):
     assert keys(qaecter, "CITATION") == {("P1J", "P4")}  # P2, P3 published after 2021-01-01
 
 
+@SHARED_LAKES
 def test_qaecter_citations_and_multi_view_self_alignment(built):
     q = pairs_of(built, "qaecter")
     assert keys(q, "CITATION") == {("P1", "P2"), ("P3", "P4"), ("P1J", "P4")}
@@ -188,6 +194,7 @@ def test_qaecter_citations_and_multi_view_self_alignment(built):
     assert len(q) == 3 + 3 * 7 + 2
 
 
+@SHARED_LAKES
 def test_matched_volume_is_exact_and_proportional_across_signals(
     spark, base, built, tmp_path, capsys
 ):
@@ -220,6 +227,7 @@ def test_signal_quotas_are_exact_per_signal_then_per_type():
     assert sum(q.values()) == 9 and q["A"] + q["B"] in (5, 6) and q["T"] + q["C"] in (3, 4)
 
 
+@SHARED_LAKES
 def test_export_of_a_recipe_names_both_families(spark, built, tmp_path):
     lake = private_copy(built, tmp_path)
     manifest = export_training.run(
