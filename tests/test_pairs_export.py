@@ -161,16 +161,16 @@ def test_recipes_replace_only_their_own_partition(spark, built, tmp_path):
 
 
 def test_family_cap_and_max_pairs_sample_deterministically(spark, corpus, tmp_path):
-    corpus = private_copy(corpus, tmp_path)
-    build_pairs.run(spark, corpus, family_cap=1, seed=3)
-    capped, rows = pair_rows(corpus)
+    lake = private_copy(corpus, tmp_path)
+    build_pairs.run(spark, lake, family_cap=1, seed=3)
+    capped, rows = pair_rows(lake)
     assert capped.groupby(["family_id", "pair_type"]).size().max() == 1
     assert len(capped) == 4 + 2 + 1  # F1: every type; F2: ABS-CLAIM, CLAIM-DESC; F3: ABS-CLAIM
     assert rows <= EXPECTED
-    build_pairs.run(spark, corpus, max_pairs=7, seed=5)
-    first_frame, first = pair_rows(corpus)
-    build_pairs.run(spark, corpus, max_pairs=7, seed=5)
-    second_frame, second = pair_rows(corpus)
+    build_pairs.run(spark, lake, max_pairs=7, seed=5)
+    first_frame, first = pair_rows(lake)
+    build_pairs.run(spark, lake, max_pairs=7, seed=5)
+    second_frame, second = pair_rows(lake)
     assert first == second and len(second_frame) == 7  # identical rows, replaced not appended
     assert first <= EXPECTED
     counts = first_frame.pair_type.value_counts().to_dict()
@@ -181,7 +181,7 @@ def test_family_cap_and_max_pairs_sample_deterministically(spark, corpus, tmp_pa
         {"cross_section": 8, "cross_language": 7}, 7
     )
     # more than available: all of them, with a warning and the shortfall in the counters
-    metrics = build_pairs.run(spark, corpus, max_pairs=5000, seed=5)
+    metrics = build_pairs.run(spark, lake, max_pairs=5000, seed=5)
     assert metrics["pairs_written"] == 15 and metrics["max_pairs_shortfall"] == 5000 - 15
 
 
@@ -202,8 +202,8 @@ def test_quotas_are_proportional_and_exact():
 
 
 def test_a_leaking_write_is_undone_and_fails(spark, built, tmp_path):
-    corpus = private_copy(built[0], tmp_path)
-    before = DeltaTable(f"{corpus}/gold/stage1_pairs").to_pandas()
+    lake = private_copy(built[0], tmp_path)
+    before = DeltaTable(f"{lake}/gold/stage1_pairs").to_pandas()
     leak = spark.createDataFrame(
         [
             (
@@ -224,7 +224,7 @@ def test_a_leaking_write_is_undone_and_fails(spark, built, tmp_path):
     )
     with (
         pytest.raises(LeakageError, match="gold/stage1_pairs"),
-        JobRun(spark, corpus, "leak-test") as job,
+        JobRun(spark, lake, "leak-test") as job,
     ):
         write_audited(
             job,
@@ -233,15 +233,15 @@ def test_a_leaking_write_is_undone_and_fails(spark, built, tmp_path):
             id_columns=("anchor_id", "positive_id"),
             family_columns=("family_id",),
         )
-    after = DeltaTable(f"{corpus}/gold/stage1_pairs").to_pandas()
+    after = DeltaTable(f"{lake}/gold/stage1_pairs").to_pandas()
     assert len(after) == len(before) and "F9" not in set(after.family_id)
 
 
 def test_export_round_trip_parquet_and_swift_jsonl(spark, built, tmp_path):
-    corpus = private_copy(built[0], tmp_path)
+    lake = private_copy(built[0], tmp_path)
     texts = {(p, lang, v): t for p, _, lang, v, t in VIEWS}
     out = tmp_path / "parquet"
-    manifest = export_training.run(spark, corpus, "stage1", "parquet", str(out), rows_per_shard=6)
+    manifest = export_training.run(spark, lake, "stage1", "parquet", str(out), rows_per_shard=6)
     shards = sorted(out.glob("shard-*.parquet"))
     assert [s.name for s in shards] == [s["file"] for s in manifest["shards"]] and len(shards) == 3
     rows = pd.concat([pd.read_parquet(s) for s in shards])
@@ -258,14 +258,14 @@ def test_export_round_trip_parquet_and_swift_jsonl(spark, built, tmp_path):
     }
     assert manifest["leakage_audit"]["status"] == "passed"
     assert manifest["leakage_audit"]["rows_checked"] == len(EXPECTED)
-    again = export_training.run(spark, corpus, "stage1", "parquet", str(out), rows_per_shard=6)
+    again = export_training.run(spark, lake, "stage1", "parquet", str(out), rows_per_shard=6)
     assert (
         again["content_hash"] == manifest["content_hash"] and again["shards"] == manifest["shards"]
     )
 
     out = tmp_path / "swift"
     manifest = export_training.run(
-        spark, corpus, "stage1", "swift_jsonl", str(out), rows_per_shard=100, max_chars=8
+        spark, lake, "stage1", "swift_jsonl", str(out), rows_per_shard=100, max_chars=8
     )
     lines = (out / "shard-00000.jsonl").read_text(encoding="utf-8").splitlines()
     assert len(lines) == manifest["rows"] == len(EXPECTED)
