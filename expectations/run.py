@@ -106,7 +106,7 @@ def validate(
     context = _context(docs)
     # persist=False: GX would cache each validated table and never release it; on a Spark
     # Connect server that cache lives in the driver every job shares (same results, 66 of 66
-    # on the demo's silver tables, and a 9-table run ~1 s quicker)
+    # on the end-to-end test lake's nine bronze and silver tables; that run ~1 s quicker)
     source = context.data_sources.add_spark("lake", persist=False)
     validated_at = datetime.now(UTC)
     rows: list[dict] = []
