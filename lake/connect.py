@@ -28,7 +28,7 @@ import sys
 import time
 from pathlib import Path
 
-from lake.jvm import cds_options
+from lake.jvm import long_lived_options
 from lake.session import server_conf
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
@@ -83,7 +83,7 @@ def start(state: Path, master: str = "local[2]", driver_memory: str = "4g") -> s
     port = free_port()
     env = dict(os.environ)
     # a long-lived driver wants the full (C2) JIT; the class-data archive still spares loading
-    env["SPARK_SUBMIT_OPTS"] = cds_options()
+    env["SPARK_SUBMIT_OPTS"] = long_lived_options()
     env.setdefault("PYSPARK_PYTHON", sys.executable)  # the Python workers of UDFs: this venv
     env.pop("SPARK_REMOTE", None)
     with open(log, "wb") as out:

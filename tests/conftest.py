@@ -87,7 +87,7 @@ def spark():
     # execution about twice as fast once warm (build_triplets on the demo lake, third run in
     # one JVM: 80 s C1-only, 39 s tiered).
     submit_opts = os.environ["SPARK_SUBMIT_OPTS"]
-    os.environ["SPARK_SUBMIT_OPTS"] = jvm.cds_options()
+    os.environ["SPARK_SUBMIT_OPTS"] = jvm.long_lived_options(submit_opts)
     try:
         session = build_session(
             "xembed-tests",
