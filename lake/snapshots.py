@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from lake.tables import history, table_exists, table_path
+from lake.tables import commits, table_exists, table_path
 
 RUN_TAG = "xembed-run:"
 
@@ -71,17 +71,14 @@ def succeeded_runs(spark: SparkSession, lake: str) -> dict[str, Run]:
 def visible(spark: SparkSession, lake: str, name: str, runs: dict[str, Run]) -> Snapshot:
     """The newest version of ``name`` that a successful run (or an untagged writer) made."""
     path = table_path(lake, name)
-    commits = (
-        history(spark, path).select("version", "userMetadata").orderBy(F.desc("version")).collect()
-    )
     hidden: list[int] = []
-    for row in commits:
-        metadata = row["userMetadata"] or ""
+    for version, metadata in commits(spark, path):
+        metadata = metadata or ""
         run_id = metadata[len(RUN_TAG) :] if metadata.startswith(RUN_TAG) else None
         if run_id is not None and run_id not in runs:
-            hidden.append(int(row["version"]))
+            hidden.append(version)
             continue
-        return Snapshot(name, int(row["version"]), run_id, tuple(hidden))
+        return Snapshot(name, version, run_id, tuple(hidden))
     raise FileNotFoundError(
         f"table {name} at {path} holds only versions of runs that did not succeed "
         f"({', '.join(map(str, sorted(hidden)))}); rerun the job that writes it"

@@ -6,10 +6,12 @@ contract of ``schemas`` (columns, types, partitioning) and keeps reruns idempote
 
 from __future__ import annotations
 
+import json
 import random
+import re
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 from pyspark.sql import DataFrame, SparkSession
@@ -128,6 +130,8 @@ def ensure_table(spark: SparkSession, path: str, spec: TableSpec) -> None:
     conflict, or "table not found" while the winner's first commit lands); it tries again
     until the table exists.
     """
+    if table_exists(spark, path):  # a listing; the SQL below resolves the table's snapshot
+        return
     for attempt in range(1, COMMIT_ATTEMPTS + 1):
         try:
             _create_if_absent(spark, path, spec)
@@ -161,26 +165,48 @@ def _create_if_absent(spark: SparkSession, path: str, spec: TableSpec) -> None:
     )
 
 
-def history(spark: SparkSession, path: str, limit: int | None = None) -> DataFrame:
-    """The table's commit history (``DESCRIBE HISTORY``), newest first."""
-    return spark.sql(
-        f"DESCRIBE HISTORY {delta_ref(path)}" + (f" LIMIT {int(limit)}" if limit else "")
-    )
+#: A commit file of a Delta log: ``<version, 20 digits>.json`` (Delta's PROTOCOL.md).
+_COMMIT_FILE = re.compile(r"^(\d{20})\.json$")
+
+
+def commit_versions(spark: SparkSession, path: str) -> list[int]:
+    """The versions whose commit files the table's log holds, newest first."""
+    names = fs.list_names(spark, join(path, "_delta_log"))
+    return sorted((int(m[1]) for n in names if (m := _COMMIT_FILE.match(n))), reverse=True)
+
+
+def commit_metadata(spark: SparkSession, path: str, version: int) -> str | None:
+    """The ``userMetadata`` of commit ``version`` (its ``commitInfo`` action), or None."""
+    text = fs.read_text(spark, join(path, "_delta_log", f"{version:020d}.json"))
+    for line in text.splitlines():
+        if '"commitInfo"' in line:
+            return json.loads(line)["commitInfo"].get("userMetadata")
+    return None
+
+
+def commits(
+    spark: SparkSession, path: str, limit: int | None = None
+) -> Iterator[tuple[int, str | None]]:
+    """``(version, userMetadata)`` of the table's commits, newest first, read lazily from its
+    log files: what ``DESCRIBE HISTORY`` reports, without a query (~0.2 s each on a warm
+    local driver, for the one or two newest commits a job asks about)."""
+    for version in commit_versions(spark, path)[:limit]:
+        yield version, commit_metadata(spark, path, version)
 
 
 def latest_version(spark: SparkSession, path: str, user_metadata: str | None = None) -> int:
     """The table's newest version, or the newest commit carrying ``user_metadata`` (a writer's
     own commit, even when another writer committed right after it; the newest version when
     the writer's commit was empty and Delta skipped it)."""
-    if user_metadata is None:
-        return int(history(spark, path, 1).select("version").first()[0])
-    recent = history(spark, path, 50).select(
-        F.max("version").alias("newest"),
-        F.max(F.when(F.col("userMetadata") == user_metadata, F.col("version"))).alias("mine"),
-    )
-    row = recent.first()
+    newest = None
+    for version, metadata in commits(spark, path, 50):
+        newest = version if newest is None else newest
+        if user_metadata is None or metadata == user_metadata:
+            return version
+    if newest is None:
+        raise FileNotFoundError(f"no commit in the Delta log of {path}")
     # no commit of ours: Delta records no empty commit (an empty partition replaced by nothing)
-    return int(row["newest"] if row["mine"] is None else row["mine"])
+    return newest
 
 
 def restore(spark: SparkSession, path: str, version: int) -> None:
