@@ -21,6 +21,7 @@ from pyspark.sql import functions as F
 
 from lake.snapshots import Run, Snapshot, check_consistent, succeeded_runs, tag, visible
 from lake.tables import (
+    commit_info,
     ensure_table,
     read_table,
     retry_conflicts,
@@ -55,6 +56,7 @@ class JobRun:
         self.inputs: dict[str, int] = {}
         self.outputs: dict[str, int] = {}
         self.metrics: dict[str, int] = {}
+        self.rows_written: dict[str, int] = {}  # by table: the rows this run's commit added
         self.snapshots: dict[str, Snapshot] = {}
         self._runs: dict[str, Run] | None = None  # succeeded runs, read once at the first read
         self.started_at = datetime.now(UTC)
@@ -144,8 +146,22 @@ class JobRun:
             if kept:
                 df.unpersist()
         self.outputs[name] = version
-        self.info(f"wrote {name} (version {version})")
+        self.rows_written[name] = self._rows_committed(name, version)
+        self.info(f"wrote {name} (version {version}, {self.rows_written[name]:,} rows)")
         return version
+
+    def written(self, name: str) -> int:
+        """The rows this run wrote to ``name`` (of its partition, for a partition replace)."""
+        return self.rows_written[name]
+
+    def _rows_committed(self, name: str, version: int) -> int:
+        # The writer's own count (Delta's operationMetrics, counted by the write tasks): no
+        # second scan of what was just written. No commit of this run: Delta skips an empty
+        # one, so nothing was written.
+        info = commit_info(self.spark, table_path(self.lake, name), version)
+        if info.get("userMetadata") != tag(self.run_id):
+            return 0
+        return int(info["operationMetrics"]["numOutputRows"])
 
     def write_quarantine(self, df: DataFrame) -> int:
         """Replace this job's partition of the quarantine table with ``df``."""

@@ -175,13 +175,18 @@ def commit_versions(spark: SparkSession, path: str) -> list[int]:
     return sorted((int(m[1]) for n in names if (m := _COMMIT_FILE.match(n))), reverse=True)
 
 
-def commit_metadata(spark: SparkSession, path: str, version: int) -> str | None:
-    """The ``userMetadata`` of commit ``version`` (its ``commitInfo`` action), or None."""
+def commit_info(spark: SparkSession, path: str, version: int) -> dict:
+    """The ``commitInfo`` action of commit ``version`` ({} when the commit has none)."""
     text = fs.read_text(spark, join(path, "_delta_log", f"{version:020d}.json"))
     for line in text.splitlines():
         if '"commitInfo"' in line:
-            return json.loads(line)["commitInfo"].get("userMetadata")
-    return None
+            return json.loads(line)["commitInfo"]
+    return {}
+
+
+def commit_metadata(spark: SparkSession, path: str, version: int) -> str | None:
+    """The ``userMetadata`` of commit ``version``, or None."""
+    return commit_info(spark, path, version).get("userMetadata")
 
 
 def commits(

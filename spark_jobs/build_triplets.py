@@ -130,9 +130,8 @@ def run(
 
 def _summary(job: JobRun) -> None:
     examples = job.read("gold/stage2_examples")
-    validation = job.read("gold/stage2_validation")
-    job.count("examples", examples.count())
-    job.count("validation_examples", validation.count())
+    job.count("examples", job.written("gold/stage2_examples"))
+    job.count("validation_examples", job.written("gold/stage2_validation"))
     for r in (
         job.read("gold/stage2_dropped").groupBy("reason").agg(F.sum("count").alias("n")).collect()
     ):

@@ -10,7 +10,6 @@ from datetime import UTC, datetime
 
 from pyspark import StorageLevel
 from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
 
 from lake import JobRun, build_session, job_arguments
 from lake.cli import run_job
@@ -37,14 +36,11 @@ def run(
         texts.unpersist()
 
         job.count("publications_in", publications.count())
-        job.count("patents_out", patent_rows.count())
-        job.count(
-            "quarantined_no_text_after_cleaning",
-            job.read("quarantine").where(F.col("stage") == "curate").count(),
-        )
+        job.count("patents_out", job.written("silver/patents"))
+        job.count("quarantined_no_text_after_cleaning", job.written("quarantine"))
         for row in view_rows.groupBy("view", "lang").count().collect():
             job.count(f"views_{row['view']}_{row['lang']}", row["count"])
-        job.count("claims", job.read("silver/claims").count())
+        job.count("claims", job.written("silver/claims"))
         if job.metrics["publications_in"] != (
             job.metrics["patents_out"] + job.metrics["quarantined_no_text_after_cleaning"]
         ):

@@ -108,7 +108,7 @@ def _count(job: JobRun, validated: DataFrame, checked: DataFrame, publications: 
     """Counters, and the invariant that every input record is accounted for."""
     total = validated.count()
     exact = checked.where(F.col("duplicate") == "exact").count()
-    kept = publications.count()
+    kept = job.written("bronze/publications")
     quarantine = job.read("quarantine").where(F.col("stage") == "ingest")
     by_reason: dict[str, int] = {}
     for row in quarantine.groupBy(F.split("reason", ":")[0].alias("reason")).count().collect():

@@ -39,8 +39,8 @@ def run(
             raise LeakageError(f"split: {uncovered} evaluation queries have no excluded family")
         members = patents.join(excluded.select("family_id"), "family_id").count()
 
-        job.count("eval_queries", queries.count())
-        job.count("excluded_families", excluded.count())
+        job.count("eval_queries", job.written("silver/eval_queries"))
+        job.count("excluded_families", job.written("silver/excluded_families"))
         job.count("excluded_patents", members)
         for row in queries.groupBy("lang").count().collect():
             job.count(f"eval_queries_{row['lang']}", row["count"])
