@@ -146,7 +146,7 @@ class JobRun:
             if kept:
                 df.unpersist()
         self.outputs[name] = version
-        self.rows_written[name] = self._rows_committed(name, version)
+        self.rows_written[name] = self._rows_committed(name, version, replace_where)
         self.info(f"wrote {name} (version {version}, {self.rows_written[name]:,} rows)")
         return version
 
@@ -154,14 +154,20 @@ class JobRun:
         """The rows this run wrote to ``name`` (of its partition, for a partition replace)."""
         return self.rows_written[name]
 
-    def _rows_committed(self, name: str, version: int) -> int:
+    def _rows_committed(self, name: str, version: int, replace_where: str | None) -> int:
         # The writer's own count (Delta's operationMetrics, counted by the write tasks): no
         # second scan of what was just written. No commit of this run: Delta skips an empty
         # one, so nothing was written.
         info = commit_info(self.spark, table_path(self.lake, name), version)
         if info.get("userMetadata") != tag(self.run_id):
             return 0
-        return int(info["operationMetrics"]["numOutputRows"])
+        counted = (info.get("operationMetrics") or {}).get("numOutputRows")
+        if counted is not None:
+            return int(counted)
+        # no count in the commit: a replace that removed a partition's rows and wrote none
+        # (its metrics are empty), or metrics switched off (...history.metricsEnabled=false)
+        written = read_table(self.spark, self.lake, name, version)
+        return (written.where(replace_where) if replace_where else written).count()
 
     def write_quarantine(self, df: DataFrame) -> int:
         """Replace this job's partition of the quarantine table with ``df``."""

@@ -193,8 +193,8 @@ def commits(
     spark: SparkSession, path: str, limit: int | None = None
 ) -> Iterator[tuple[int, str | None]]:
     """``(version, userMetadata)`` of the table's commits, newest first, read lazily from its
-    log files: what ``DESCRIBE HISTORY`` reports, without a query (~0.2 s each on a warm
-    local driver, for the one or two newest commits a job asks about)."""
+    log files: what ``DESCRIBE HISTORY`` reports, without its query and Spark job (~0.2 s on
+    a warm local driver), for the one or two newest commits a job asks about."""
     for version in commit_versions(spark, path)[:limit]:
         yield version, commit_metadata(spark, path, version)
 

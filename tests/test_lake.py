@@ -4,6 +4,7 @@ import pytest
 from deltalake import DeltaTable
 
 from lake import JobRun, write_table
+from lake.tables import commit_info
 from schemas import TABLES, table
 
 pytestmark = pytest.mark.spark
@@ -68,6 +69,39 @@ def test_job_run_records_versions_and_counters(spark, lake):
     assert dict(row.inputs) == {"silver/families": 1} and dict(row.outputs) == {
         "silver/families": 2
     }
+
+
+def test_a_run_knows_the_rows_it_wrote_from_its_commit_or_by_counting(spark, lake):
+    from datetime import UTC, datetime
+
+    def rejected(n: int):
+        rows = [
+            {"reason": "bad", "record_id": f"x{i}", "record": "{}", "source_file": "f"}
+            for i in range(n)
+        ]
+        frame = spark.createDataFrame(
+            rows, "reason string, record_id string, record string, source_file string"
+        )
+        return frame.selectExpr(
+            "*", f"timestamp'{datetime.now(UTC):%Y-%m-%d %H:%M:%S}' AS ingested_at"
+        )
+
+    with JobRun(spark, lake, "unit", run_id="r3") as job:
+        job.write_quarantine(rejected(3))
+        assert job.written("quarantine") == 3  # the commit's numOutputRows
+        job.write_quarantine(rejected(0))  # an empty partition: Delta commits nothing
+        assert job.written("quarantine") == 0
+        metrics = "spark.databricks.delta.history.metricsEnabled"
+        spark.conf.set(metrics, "false")
+        try:
+            job.write_quarantine(rejected(2))  # no metrics in the commit: counted
+        finally:
+            spark.conf.unset(metrics)
+        assert job.written("quarantine") == 2
+        last = commit_info(spark, f"{lake}/quarantine", job.outputs["quarantine"])
+        assert "numOutputRows" not in last.get("operationMetrics", {})  # it was counted
+    stored = DeltaTable(f"{lake}/quarantine").to_pandas()
+    assert sorted(stored.record_id) == ["x0", "x1"] and set(stored.stage) == {"unit"}
 
 
 def test_failed_job_is_logged_with_its_error(spark, lake):
