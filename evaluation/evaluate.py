@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import sys
 import tempfile
 from collections import defaultdict
 from datetime import UTC, datetime
@@ -51,6 +50,7 @@ from lake import (
     visible_versions,
     write_rows,
 )
+from lake.cli import finish
 from retrieval.search import Bm25, DenseIndex, build_bm25_index
 from schemas import defaults
 from trainer.models import resolve
@@ -598,4 +598,4 @@ def headline(aggregated: list[dict], name: str) -> list[str]:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    finish(main())

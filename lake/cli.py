@@ -7,12 +7,14 @@ recorded in ``meta/job_runs`` by ``JobRun``. Exit status 1 (130 on Ctrl-C).
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import traceback
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import NoReturn
 
 
 def log_dir() -> Path:
@@ -47,3 +49,16 @@ def run_job(job: str, main: Callable[[], int]) -> int:
         log.write_text(traceback.format_exc(), encoding="utf-8")
         print(f"{job}: {one_line(exc)} (trace: {log})", file=sys.stderr, flush=True)
         return 1
+
+
+def finish(code: int | None) -> NoReturn:
+    """``sys.exit(code)`` for a command that imported torch, transformers or GX.
+
+    At exit the interpreter runs full garbage collections over every object still alive
+    (~400,000 after importing peft), 1-2 s per training or evaluation process. Freezing the
+    heap first leaves them out of those passes; atexit handlers and reference-count
+    finalizers still run, and the memory goes back with the process. (Two CPU trainings of
+    4 steps, interleaved: 14.4 / 11.2 s plain, 9.9 / 9.4 s frozen.)
+    """
+    gc.freeze()
+    sys.exit(code)

@@ -121,3 +121,20 @@ def test_docs_tables_md_is_generated_from_the_contracts():
 
     docs = Path(__file__).resolve().parents[1] / "docs" / "TABLES.md"
     assert docs.read_text() == markdown([]) + "\n", "run: python -m schemas > docs/TABLES.md"
+
+
+def test_finish_keeps_the_exit_status_atexit_handlers_and_buffered_output(tmp_path):
+    import subprocess
+    import sys
+
+    script = (
+        "import atexit, sys\n"
+        "from lake.cli import finish\n"
+        f"atexit.register(lambda: open({str(tmp_path / 'atexit')!r}, 'w').write('ran'))\n"
+        "sys.stdout.write('unflushed')\n"
+        "finish(3)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 3, done.stderr
+    assert done.stdout == "unflushed"
+    assert (tmp_path / "atexit").read_text() == "ran"

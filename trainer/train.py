@@ -25,6 +25,7 @@ import torch
 from transformers import set_seed
 from transformers.trainer_utils import get_last_checkpoint
 
+from lake.cli import finish
 from trainer.arguments import parse
 from trainer.data import BatchStream, read_manifest, validation_examples
 from trainer.encoder import Encoder, EncoderConfig
@@ -181,4 +182,4 @@ def _model_id(args, manifest: dict) -> str:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    finish(main())
