@@ -18,6 +18,7 @@ from pathlib import Path
 
 from expectations.suites import SUITES, suite_for, tables_queried
 from lake import build_session, table_exists, table_path, visible_versions, write_table
+from lake.cli import finish
 from schemas import TABLES
 from schemas import table as table_spec
 
@@ -123,8 +124,16 @@ def validate(
         definition = context.validation_definitions.add(
             gx.ValidationDefinition(name=f"{suite.name}-{run_id}", data=batch, suite=suite)
         )
+        # BASIC: counts and up to 20 unexpected values per expectation, as SUMMARY (GX's
+        # default) gives, but not SUMMARY's counts of those values, a grouped query of its
+        # own per column expectation (same dq/results rows, 66 of 66 on the end-to-end test
+        # lake's bronze and silver tables; 7-13% less validation time there)
         checkpoint = context.checkpoints.add(
-            gx.Checkpoint(name=f"{suite.name}-checkpoint", validation_definitions=[definition])
+            gx.Checkpoint(
+                name=f"{suite.name}-checkpoint",
+                validation_definitions=[definition],
+                result_format="BASIC",
+            )
         )
         outcome = checkpoint.run(batch_parameters={"dataframe": frame})
         for result in outcome.run_results.values():
@@ -201,4 +210,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    finish(main())
