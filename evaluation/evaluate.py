@@ -23,12 +23,14 @@ views (ABS, CLAIM, DESC, TAC; primary language) and the families. The query pate
 members of its family are removed from its candidates before scoring. Dense search uses the
 same FAISS index code as Stage II mining (``retrieval.search.DenseIndex``). Writes TREC runs,
 qrels and a query-meta TSV under ``<lake>/runs/<run_id>/`` and the Delta tables eval/runs,
-eval/per_query and eval/metrics (any Spark URI).
+eval/per_query and eval/metrics (any Spark URI), one commit each for all the models of the
+command.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import tempfile
@@ -51,6 +53,7 @@ from lake import (
     write_rows,
 )
 from lake.cli import finish
+from lake.tables import sql_string
 from retrieval.search import Bm25, DenseIndex, build_bm25_index
 from schemas import defaults
 from trainer.models import resolve
@@ -355,17 +358,24 @@ def probe_tasks(
     return out
 
 
-def write_tables(
-    spark, lake: str, run_row: dict, per_query: list[dict], aggregated: list[dict]
-) -> None:
-    run_id, name = run_row["run_id"], run_row["name"]
+def write_tables(spark, lake: str, evaluated: list[tuple[dict, list[dict], list[dict]]]) -> None:
+    """One write per eval table for every ``(run row, per-query rows, metric rows)`` of this
+    process: a rerun of the same run ids replaces their rows."""
+    ids = [run_row["run_id"] for run_row, _, _ in evaluated]
     tables = {
-        "eval/runs": [run_row],
-        "eval/per_query": [{"run_id": run_id, **r} for r in per_query],
-        "eval/metrics": [{"run_id": run_id, "name": name, **r} for r in aggregated],
+        "eval/runs": [run_row for run_row, _, _ in evaluated],
+        "eval/per_query": [
+            {"run_id": run_row["run_id"], **r} for run_row, rows, _ in evaluated for r in rows
+        ],
+        "eval/metrics": [
+            {"run_id": run_row["run_id"], "name": run_row["name"], **r}
+            for run_row, _, rows in evaluated
+            for r in rows
+        ],
     }
-    for target, rows in tables.items():  # a rerun of the same run id replaces its rows
-        write_rows(spark, rows, lake, target, replace_where=f"run_id = '{run_id}'")
+    where = f"run_id IN ({', '.join(map(sql_string, ids))})"
+    for target, rows in tables.items():
+        write_rows(spark, rows, lake, target, replace_where=where)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -434,16 +444,30 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("several models need a --run-id template holding {name}, e.g. '{name}-ci'")
     spark = build_session("xembed-evaluate", args.master)
     template = args.run_id or f"{{name}}-{datetime.now(UTC):%Y%m%dT%H%M%S}"
-    for model, name in zip(args.model, args.name, strict=True):
-        run_id = template.replace("{name}", name)
-        run_args = {**vars(args), "model": model, "name": name, "run_id": run_id}
-        evaluate_model(spark, argparse.Namespace(**run_args))
+    run_ids = [template.replace("{name}", name) for name in args.name]
+    # Each model is its own run (meta/job_runs); all stay open until the one write of the
+    # eval tables below (3 Delta commits for the process, not 3 per model), so a run is
+    # recorded as succeeded only once its rows are in, and a failure fails them all.
+    with contextlib.ExitStack() as open_runs:
+        evaluated = []
+        for model, name, run_id in zip(args.model, args.name, run_ids, strict=True):
+            run_args = {**vars(args), "model": model, "name": name, "run_id": run_id}
+            job = open_runs.enter_context(
+                JobRun(spark, args.lake, "evaluate", run_args, run_id=run_id)
+            )
+            evaluated.append(evaluate_model(spark, argparse.Namespace(**run_args), job))
+        write_tables(spark, args.lake, evaluated)
+    for run_id in run_ids:
         print(run_id)
     return 0
 
 
-def evaluate_model(spark, args: argparse.Namespace) -> None:
-    """Evaluate one model (``args.model``, one value) and write its run to the eval tables."""
+def evaluate_model(
+    spark, args: argparse.Namespace, job: JobRun
+) -> tuple[dict, list[dict], list[dict]]:
+    """Evaluate one model (``args.model``, one value) as run ``job``: its TREC runs are
+    published under ``<lake>/runs/<run id>``; returns its eval/runs row, per-query rows and
+    metric rows for ``write_tables``."""
     cutoffs = sorted({int(k) for k in args.cutoffs.split(",")})
     dims = [None if d == "full" else int(d) for d in args.dims.split(",")]
     wanted = parse_tasks(args.tasks)
@@ -451,10 +475,7 @@ def evaluate_model(spark, args: argparse.Namespace) -> None:
     query_types = parse_query_types(args.query_types)
     run_id = args.run_id
     runs_uri = join(args.lake, "runs", run_id)
-    with (
-        JobRun(spark, args.lake, "evaluate", vars(args), run_id=run_id) as job,
-        tempfile.TemporaryDirectory(prefix="xembed-eval-") as scratch,
-    ):
+    with tempfile.TemporaryDirectory(prefix="xembed-eval-") as scratch:
         inputs, manifest, members, queries = read_inputs(
             spark, args.lake, args.inputs, Path(args.cache)
         )
@@ -532,12 +553,12 @@ def evaluate_model(spark, args: argparse.Namespace) -> None:
             "query_types": query_types,
             "landscape": sorted(landscape),
         }
-        write_tables(spark, args.lake, run_row, per_query, aggregated)
-        job.count("effective_query_views", len({(r["query_id"], r["view"]) for r in per_query}))
-        for task in sorted({r["task"] for r in aggregated}):
-            job.count(f"metric_rows_{task}", sum(1 for r in aggregated if r["task"] == task))
-        for line in headline(aggregated, args.name):
-            job.info(line)
+    job.count("effective_query_views", len({(r["query_id"], r["view"]) for r in per_query}))
+    for task in sorted({r["task"] for r in aggregated}):
+        job.count(f"metric_rows_{task}", sum(1 for r in aggregated if r["task"] == task))
+    for line in headline(aggregated, args.name):
+        job.info(line)
+    return run_row, per_query, aggregated
 
 
 def parse_tasks(text: str) -> set[str]:

@@ -81,7 +81,20 @@ def test_end_to_end_on_a_file_uri_lake_tables_report_significance_and_sql(
     argv = ["--lake", lake_uri, "--inputs", inputs, "--model", "hybrid:builtin:qwen3-tiny", "bm25"]
     argv += ["--name", "hybrid", "bm25", "--run-id", "e2e-{name}", "--cutoffs", "10,20,100"]
     argv += ["--max-length", "128", "--dims", "64", "--tasks", "retrieval,inscope"]
+    before = {t: DeltaTable(f"{lake}/eval/{t}").version() for t in ("runs", "per_query", "metrics")}
     assert evaluate.main(argv) == 0
+    # one commit per eval table for both models, each model still its own recorded run
+    assert {t: DeltaTable(f"{lake}/eval/{t}").version() - v for t, v in before.items()} == {
+        "runs": 1,
+        "per_query": 1,
+        "metrics": 1,
+    }
+    logged = DeltaTable(f"{lake}/meta/job_runs").to_pandas()
+    logged = logged[logged.run_id.isin(["e2e-hybrid", "e2e-bm25"])]
+    assert sorted(zip(logged.run_id, logged.status, strict=True)) == [
+        ("e2e-bm25", "succeeded"),
+        ("e2e-hybrid", "succeeded"),
+    ]
     with pytest.raises(SystemExit):  # several models need a {name} template
         evaluate.main([arg.replace("e2e-{name}", "e2e-fixed") for arg in argv])
     runs = DeltaTable(f"{lake}/eval/runs").to_pandas().set_index("run_id")
