@@ -2,7 +2,9 @@
 
 A failing job prints ``<job>: <cause>`` (the table, file or value the error names) and the
 path of a log file holding the full Python and Java traces; the failed run itself is already
-recorded in ``meta/job_runs`` by ``JobRun``. Exit status 1 (130 on Ctrl-C).
+recorded in ``meta/job_runs`` by ``JobRun``. Exit status 1 (130 on Ctrl-C). ``finish`` ends the
+commands that import torch, transformers or GX (training, evaluation, encoding, dq) without the
+interpreter's last full garbage collections.
 """
 
 from __future__ import annotations
