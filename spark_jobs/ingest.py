@@ -77,7 +77,7 @@ def run(
         job.write(ingestion.resolve_citations(cites, publications), "bronze/citations")
 
         job.count("files_left_out", len(left_out))
-        _count(job, validated, checked, publications)
+        _count(job, validated, checked)
         validated.unpersist()
         return job.metrics
 
@@ -104,7 +104,7 @@ def _canonical_citations(raw: DataFrame, publications: DataFrame, ingested_at):
     return ingestion.canonical_citations(keyed.where(F.col("reason").isNull())), orphans
 
 
-def _count(job: JobRun, validated: DataFrame, checked: DataFrame, publications: DataFrame) -> None:
+def _count(job: JobRun, validated: DataFrame, checked: DataFrame) -> None:
     """Counters, and the invariant that every input record is accounted for."""
     total = validated.count()
     exact = checked.where(F.col("duplicate") == "exact").count()
