@@ -203,15 +203,15 @@ def latest_version(spark: SparkSession, path: str, user_metadata: str | None = N
     """The table's newest version, or the newest commit carrying ``user_metadata`` (a writer's
     own commit, even when another writer committed right after it; the newest version when
     the writer's commit was empty and Delta skipped it)."""
-    newest = None
-    for version, metadata in commits(spark, path, 50):
-        newest = version if newest is None else newest
-        if user_metadata is None or metadata == user_metadata:
-            return version
-    if newest is None:
+    versions = commit_versions(spark, path)
+    if not versions:
         raise FileNotFoundError(f"no commit in the Delta log of {path}")
+    if user_metadata is not None:
+        for version in versions[:50]:
+            if commit_metadata(spark, path, version) == user_metadata:
+                return version
     # no commit of ours: Delta records no empty commit (an empty partition replaced by nothing)
-    return newest
+    return versions[0]
 
 
 def restore(spark: SparkSession, path: str, version: int) -> None:
