@@ -447,7 +447,10 @@ def main(argv: list[str] | None = None) -> int:
     run_ids = [template.replace("{name}", name) for name in args.name]
     # Each model is its own run (meta/job_runs); all stay open until the one write of the
     # eval tables below (3 Delta commits for the process, not 3 per model), so a run is
-    # recorded as succeeded only once its rows are in, and a failure fails them all.
+    # recorded as succeeded only once its rows are in, and a failure fails them all. What
+    # the models have in common is done once: reading (and checking) the inputs, the BM25
+    # search, a dense model's encoding (`xembed` and `hybrid:xembed` encode once).
+    shared: dict = {}
     with contextlib.ExitStack() as open_runs:
         evaluated = []
         for model, name, run_id in zip(args.model, args.name, run_ids, strict=True):
@@ -455,7 +458,7 @@ def main(argv: list[str] | None = None) -> int:
             job = open_runs.enter_context(
                 JobRun(spark, args.lake, "evaluate", run_args, run_id=run_id)
             )
-            evaluated.append(evaluate_model(spark, argparse.Namespace(**run_args), job))
+            evaluated.append(evaluate_model(spark, argparse.Namespace(**run_args), job, shared))
         write_tables(spark, args.lake, evaluated)
     for run_id in run_ids:
         print(run_id)
@@ -463,11 +466,22 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def evaluate_model(
-    spark, args: argparse.Namespace, job: JobRun
+    spark, args: argparse.Namespace, job: JobRun, shared: dict | None = None
 ) -> tuple[dict, list[dict], list[dict]]:
     """Evaluate one model (``args.model``, one value) as run ``job``: its TREC runs are
     published under ``<lake>/runs/<run id>``; returns its eval/runs row, per-query rows and
-    metric rows for ``write_tables``."""
+    metric rows for ``write_tables``.
+
+    ``shared`` (one dict for the models of a command, whose other arguments are the same)
+    keeps the inputs, the BM25 lists and each dense model's lists and embeddings for the next
+    model: the same results, computed once."""
+    shared = {} if shared is None else shared
+
+    def once(key: tuple, compute):
+        if key not in shared:
+            shared[key] = compute()
+        return shared[key]
+
     cutoffs = sorted({int(k) for k in args.cutoffs.split(",")})
     dims = [None if d == "full" else int(d) for d in args.dims.split(",")]
     wanted = parse_tasks(args.tasks)
@@ -476,8 +490,8 @@ def evaluate_model(
     run_id = args.run_id
     runs_uri = join(args.lake, "runs", run_id)
     with tempfile.TemporaryDirectory(prefix="xembed-eval-") as scratch:
-        inputs, manifest, members, queries = read_inputs(
-            spark, args.lake, args.inputs, Path(args.cache)
+        inputs, manifest, members, queries = once(
+            ("inputs",), lambda: read_inputs(spark, args.lake, args.inputs, Path(args.cache))
         )
         queries = select_query_types(queries, query_types)
         job.inputs.update(manifest["delta_versions"])
@@ -492,18 +506,24 @@ def evaluate_model(
         embeddings: dict = {}
         model_path = None
         if kind in ("bm25", "hybrid"):
-            bm25 = search_bm25(inputs, Path(scratch), queries, depth)
+            bm25 = once(("bm25", depth), lambda: search_bm25(inputs, Path(scratch), queries, depth))
         if kind in ("dense", "hybrid"):
-            # deferred: torch and transformers load only for dense models, not for BM25 runs
-            from trainer.encoder import Encoder
-
             model_path = resolve(dense_model)
-            encoder = Encoder.from_pretrained(model_path)
-            if args.max_length:
-                encoder.encoder_config.max_length = args.max_length
-            results = search_dense(
-                encoder, inputs / "collection", queries, dims, depth, args.batch_size, embeddings
-            )
+
+            def dense() -> tuple[dict, dict]:
+                # deferred: torch and transformers load only for dense models, not for BM25
+                from trainer.encoder import Encoder
+
+                encoder = Encoder.from_pretrained(model_path)
+                if args.max_length:
+                    encoder.encoder_config.max_length = args.max_length
+                kept: dict = {}
+                found = search_dense(
+                    encoder, inputs / "collection", queries, dims, depth, args.batch_size, kept
+                )
+                return found, kept
+
+            results, embeddings = once(("dense", model_path, depth), dense)
         if kind == "bm25":
             results = bm25
         elif kind == "hybrid":

@@ -55,7 +55,7 @@ def _evaluate(lake_uri: str, inputs: str, model: str, name: str, *extra: str) ->
 @pytest.mark.spark
 @pytest.mark.integration
 def test_end_to_end_on_a_file_uri_lake_tables_report_significance_and_sql(
-    spark, pipeline, tmp_path
+    spark, pipeline, tmp_path, monkeypatch
 ):
     _, _, lake, _ = pipeline
     lake_uri = Path(lake).as_uri()  # file:///...: evaluation works on any Spark URI
@@ -77,12 +77,30 @@ def test_end_to_end_on_a_file_uri_lake_tables_report_significance_and_sql(
         "--landscape",
         "G,H",
     )
-    # two models in one process: each its own run id from the {name} template
-    argv = ["--lake", lake_uri, "--inputs", inputs, "--model", "hybrid:builtin:qwen3-tiny", "bm25"]
-    argv += ["--name", "hybrid", "bm25", "--run-id", "e2e-{name}", "--cutoffs", "10,20,100"]
-    argv += ["--max-length", "128", "--dims", "64", "--tasks", "retrieval,inscope"]
+    # three models in one process: each its own run id from the {name} template
+    models = ["hybrid:builtin:qwen3-tiny", "bm25", "builtin:qwen3-tiny"]
+    argv = ["--lake", lake_uri, "--inputs", inputs, "--model", *models]
+    argv += ["--name", "hybrid", "bm25", "dense", "--run-id", "e2e-{name}"]
+    argv += ["--cutoffs", "10,20,100", "--max-length", "128", "--dims", "64"]
+    argv += ["--tasks", "retrieval,inscope"]
     before = {t: DeltaTable(f"{lake}/eval/{t}").version() for t in ("runs", "per_query", "metrics")}
+    calls = {"inputs": 0, "bm25": 0, "dense": 0}
+
+    def counted(name, function):
+        def call(*args, **kwargs):
+            calls[name] += 1
+            return function(*args, **kwargs)
+
+        return call
+
+    monkeypatch.setattr(evaluate, "read_inputs", counted("inputs", evaluate.read_inputs))
+    monkeypatch.setattr(evaluate, "search_bm25", counted("bm25", evaluate.search_bm25))
+    monkeypatch.setattr(evaluate, "search_dense", counted("dense", evaluate.search_dense))
     assert evaluate.main(argv) == 0
+    # what the models share is done once: the hybrid's BM25 and dense lists are bm25's and
+    # the dense model's
+    assert calls == {"inputs": 1, "bm25": 1, "dense": 1}
+    monkeypatch.undo()
     # one commit per eval table for both models, each model still its own recorded run
     assert {t: DeltaTable(f"{lake}/eval/{t}").version() - v for t, v in before.items()} == {
         "runs": 1,
@@ -90,9 +108,10 @@ def test_end_to_end_on_a_file_uri_lake_tables_report_significance_and_sql(
         "metrics": 1,
     }
     logged = DeltaTable(f"{lake}/meta/job_runs").to_pandas()
-    logged = logged[logged.run_id.isin(["e2e-hybrid", "e2e-bm25"])]
+    logged = logged[logged.run_id.isin(["e2e-hybrid", "e2e-bm25", "e2e-dense"])]
     assert sorted(zip(logged.run_id, logged.status, strict=True)) == [
         ("e2e-bm25", "succeeded"),
+        ("e2e-dense", "succeeded"),
         ("e2e-hybrid", "succeeded"),
     ]
     with pytest.raises(SystemExit):  # several models need a {name} template
@@ -106,7 +125,7 @@ def test_end_to_end_on_a_file_uri_lake_tables_report_significance_and_sql(
     ) == [0]
     metrics = DeltaTable(f"{lake}/eval/metrics").to_pandas()
     overall = metrics[(metrics.lang == "ALL") & (metrics.view == "ALL") & (metrics.metric == "hit")]
-    assert set(overall.run_id) == {"e2e-base", "e2e-bm25", "e2e-hybrid"}
+    assert set(overall.run_id) == {"e2e-base", "e2e-bm25", "e2e-hybrid", "e2e-dense"}
     assert ((overall.value >= 0) & (overall.value <= 1)).all()
     per_query = DeltaTable(f"{lake}/eval/per_query").to_pandas()
     queries = DeltaTable(f"{lake}/silver/eval_queries").to_pandas()
