@@ -2,8 +2,8 @@
 # xembed_full
 
 The whole X-Embedding pipeline: data → Stage I pairs and Stage II triplets → training
-(Stage I, Stage II from Stage I, the SFT control) → evaluation (base, BM25, Stage I, SFT,
-X-Embedding, and the hybrid of BM25 and X-Embedding; each runs the tasks in
+(Stage I, Stage II from Stage I, the SFT control) → evaluation (base, Stage I, SFT, and in
+one task X-Embedding, BM25 and their hybrid, which reuses both lists; each runs the tasks in
 `params.eval_tasks` on the query types in `params.query_types`) → report. `params.landscape`
 restricts the training data to some IPC sections and splits the metrics IN / OUT of them.
 `params.recipes` adds one Stage I-style training per listed recipe (`r3`, `r4`, `qaecter`,
@@ -128,6 +128,11 @@ def significance(*pairs: str) -> str:
         f"python -m evaluation.significance --lake {LAKE} --pair {' '.join(pairs)} --metric ndcg,hit --k 100 "
         "--permutations 2000 >&2"
     )
+
+
+def each_label(template: str) -> str:
+    """A shell loop printing ``template`` (one ``%s``) for each of ``$labels``, space-separated."""
+    return f'for r in $labels; do printf "{template} " "$r"; done'
 
 
 def evaluate(models: str, names: str) -> str:
@@ -363,10 +368,6 @@ def xembed_full():
         return f"{SUBMIT}/prepare_evaluation.py --lake {LAKE} --out {EVAL_INPUTS} --seed {SEED}"
 
     @bash
-    def eval_bm25() -> str:
-        return evaluate("bm25", "bm25")
-
-    @bash
     def eval_base() -> str:
         return evaluate(BASE, "base")
 
@@ -380,11 +381,8 @@ def xembed_full():
 
     @bash
     def eval_xembed() -> str:
-        return evaluate(f"{MODELS}/xembed", "xembed")
-
-    @bash
-    def eval_hybrid() -> str:
-        return evaluate(f"hybrid:{MODELS}/xembed", "hybrid")
+        # X-Embedding, BM25 and their fusion in one process: one encoding, one BM25 search
+        return evaluate(f"{MODELS}/xembed hybrid:{MODELS}/xembed bm25", "xembed hybrid bm25")
 
     @bash
     def build_recipes() -> str:
@@ -414,13 +412,8 @@ def xembed_full():
 
     @bash
     def eval_recipes() -> str:
-        each = 'for r in $labels; do printf "{} " "$r"; done'.format
-        models, names = f"$({each(f'{MODELS}/recipe-%s')})", f"$({each('recipe-%s')})"
-        pairs = f"$({each(f'base-{TAG}:recipe-%s-{TAG}')})"
-        return (
-            f'{RECIPE_LABELS} if [ -n "$labels" ]; then {evaluate(models, names)} && '
-            f"{significance(pairs)}; fi"
-        )
+        models, names = f"$({each_label(f'{MODELS}/recipe-%s')})", f"$({each_label('recipe-%s')})"
+        return f'{RECIPE_LABELS} if [ -n "$labels" ]; then {evaluate(models, names)}; fi'
 
     @bash
     def claim_graph() -> str:
@@ -451,18 +444,22 @@ def xembed_full():
         names = " ".join(PHAGE_MODELS)
         own_base = f"{{% if params.phage_base_model %}} {PHAGE_BASE}{{% endif %}}"
         own_name = "{% if params.phage_base_model %} phage-base{% endif %}"
-        pairs = [f"{PHAGE_BASE_RUN}:{m}-{TAG}" for m in PHAGE_MODELS]
-        tests = significance(*pairs, f"phage-nograph-{TAG}:phage-{TAG}")
-        return f"{PHAGE_ON}{evaluate(models + own_base, names + own_name)} && {tests}{PHAGE_OFF}"
+        return f"{PHAGE_ON}{evaluate(models + own_base, names + own_name)}{PHAGE_OFF}"
 
     @bash
     def report() -> str:
         runs = ",".join(f"{n}-{TAG}" for n in ("bm25", "base", "stage1", "sft", "xembed", "hybrid"))
         recipe_runs = f'$(for r in $labels; do printf "recipe-%s-{TAG}," "$r"; done)'
         phage_runs = ",".join(f"{m}-{TAG}" for m in PHAGE_MODELS)
+        # every comparison of the run in one process: SFT vs X-Embedding, each recipe vs the
+        # base, PHAGE vs its base and vs its no-graph control
+        recipe_pairs = f"$({each_label(f'base-{TAG}:recipe-%s-{TAG}')})"
+        phage_pairs = [f"{PHAGE_BASE_RUN}:{m}-{TAG}" for m in PHAGE_MODELS]
+        phage_pairs.append(f"phage-nograph-{TAG}:phage-{TAG}")
+        phage_pairs = "{% if params.phage %}" + " ".join(phage_pairs) + "{% endif %}"
         return (
             f"{RECIPE_LABELS}"
-            f"{significance(f'sft-{TAG}:xembed-{TAG}')}"
+            f"{significance(f'sft-{TAG}:xembed-{TAG}', recipe_pairs, phage_pairs)}"
             f" && python -m evaluation.report --lake {LAKE} --runs {runs} --compare sft-{TAG},xembed-{TAG}"
             f' --recipes "{recipe_runs}" --base base-{TAG} --out {LAKE}/reports/eval-{TAG}'
             f' --phage "{{% if params.phage %}}{phage_runs}{{% endif %}}" --phage-base {PHAGE_BASE_RUN}'
@@ -494,25 +491,21 @@ def xembed_full():
     [stage1, shards] >> xembed
     shards >> sft
     evals = {
-        "bm25": eval_bm25(),
         "base": eval_base(),
         "stage1": eval_stage1(),
         "sft": eval_sft(),
         "xembed": eval_xembed(),
-        "hybrid": eval_hybrid(),
     }
     silver >> prepare_evaluation() >> list(evals.values())
     stage1 >> evals["stage1"]
     sft >> evals["sft"]
     xembed >> evals["xembed"]
-    xembed >> evals["hybrid"]
     recipe_models = train_recipes()
     pairs_ok >> build_recipes() >> dq_recipes() >> export_recipes() >> recipe_models
     recipe_evals = eval_recipes()
-    [recipe_models, evals["base"]] >> recipe_evals
+    recipe_models >> recipe_evals
     phage_evals = eval_phage()
     silver >> claim_graph() >> dq_claim_graph() >> export_phage() >> train_phage() >> phage_evals
-    evals["base"] >> phage_evals
     [*evals.values(), recipe_evals, phage_evals] >> done
 
 

@@ -79,15 +79,19 @@ def test_dag_wires_the_stages_in_order(dag):
     assert upstream(dag, "prepare_evaluation") == {"dq_silver"}
     assert upstream(dag, "eval_xembed") == {"train_stage2", "prepare_evaluation"}
     assert upstream(dag, "eval_sft") == {"train_sft", "prepare_evaluation"}
-    assert upstream(dag, "eval_bm25") == {"prepare_evaluation"}
-    assert upstream(dag, "eval_hybrid") == {"train_stage2", "prepare_evaluation"}
+    assert upstream(dag, "eval_base") == {"prepare_evaluation"}
+    # BM25 and the hybrid are evaluated with X-Embedding: one encoding, one BM25 search
+    command = dag.get_task("eval_xembed").python_callable()
+    assert "hybrid:" in command and " bm25" in command
+    # every significance test of the run in the report's one process, none in the evaluations
+    scoring = [t for t in dag.tasks if t.task_id.startswith("eval_") or t.task_id == "report"]
+    tests = [t.task_id for t in scoring if "evaluation.significance" in t.python_callable()]
+    assert len(scoring) == 7 and tests == ["report"]
     assert upstream(dag, "report") == {
-        "eval_bm25",
         "eval_base",
         "eval_stage1",
         "eval_sft",
         "eval_xembed",
-        "eval_hybrid",
         "eval_recipes",
         "eval_phage",
     }
@@ -95,12 +99,12 @@ def test_dag_wires_the_stages_in_order(dag):
     assert upstream(dag, "dq_claim_graph") == {"claim_graph"}
     assert upstream(dag, "export_phage") == {"dq_claim_graph"}
     assert upstream(dag, "train_phage") == {"export_phage"}
-    assert upstream(dag, "eval_phage") == {"train_phage", "eval_base"}
+    assert upstream(dag, "eval_phage") == {"train_phage"}
     assert upstream(dag, "build_recipes") == {"dq_pairs"}
     assert upstream(dag, "dq_recipes") == {"build_recipes"}
     assert upstream(dag, "export_recipes") == {"dq_recipes"}
     assert upstream(dag, "train_recipes") == {"export_recipes"}
-    assert upstream(dag, "eval_recipes") == {"train_recipes", "eval_base"}
+    assert upstream(dag, "eval_recipes") == {"train_recipes"}
     for task in dag.tasks:
         assert task.retries == (0 if task.task_id.startswith("dq_") else 1), task.task_id
     assert {
@@ -275,7 +279,7 @@ def test_a_planted_dq_violation_fails_the_gate_and_stops_downstream(tmp_path):
     by_task = {t["task_id"]: t["state"] for t in json.loads(states.stdout)}
     assert by_task["split"] == "success" and by_task["dq_silver"] == "failed"
     assert by_task["spark_stop"] == "success"  # the teardown stopped the server after the failure
-    for task in ("build_pairs", "prepare_retrieval", "eval_bm25", "train_stage1", "report"):
+    for task in ("build_pairs", "prepare_retrieval", "eval_base", "train_stage1", "report"):
         assert by_task[task] in ("upstream_failed", None), (task, by_task[task])
     results = DeltaTable(str(tmp_path / "lake" / "dq" / "results")).to_pandas()
     failed = results[~results.success & results.critical]
