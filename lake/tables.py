@@ -189,13 +189,11 @@ def commit_metadata(spark: SparkSession, path: str, version: int) -> str | None:
     return commit_info(spark, path, version).get("userMetadata")
 
 
-def commits(
-    spark: SparkSession, path: str, limit: int | None = None
-) -> Iterator[tuple[int, str | None]]:
+def commits(spark: SparkSession, path: str) -> Iterator[tuple[int, str | None]]:
     """``(version, userMetadata)`` of the table's commits, newest first, read lazily from its
     log files: what ``DESCRIBE HISTORY`` reports, without its query and Spark job (~0.2 s on
-    a warm local driver), for the one or two newest commits a job asks about."""
-    for version in commit_versions(spark, path)[:limit]:
+    a warm local driver), for the one or two newest commits a reader asks about."""
+    for version in commit_versions(spark, path):
         yield version, commit_metadata(spark, path, version)
 
 
