@@ -130,9 +130,14 @@ def significance(*pairs: str) -> str:
     )
 
 
-def each_label(template: str) -> str:
-    """A shell loop printing ``template`` (one ``%s``) for each of ``$labels``, space-separated."""
-    return f'for r in $labels; do printf "{template} " "$r"; done'
+def phage_only(text: str) -> str:
+    """``text`` when the run trains PHAGE (``params.phage``), else nothing."""
+    return "{% if params.phage %}" + text + "{% endif %}"
+
+
+def each_label(template: str, separator: str = " ") -> str:
+    """A shell loop printing ``template`` (one ``%s``) and ``separator`` for each of ``$labels``."""
+    return f'for r in $labels; do printf "{template}{separator}" "$r"; done'
 
 
 def evaluate(models: str, names: str) -> str:
@@ -449,20 +454,23 @@ def xembed_full():
     @bash
     def report() -> str:
         runs = ",".join(f"{n}-{TAG}" for n in ("bm25", "base", "stage1", "sft", "xembed", "hybrid"))
-        recipe_runs = f'$(for r in $labels; do printf "recipe-%s-{TAG}," "$r"; done)'
+        recipe_runs = f"$({each_label(f'recipe-%s-{TAG}', ',')})"
         phage_runs = ",".join(f"{m}-{TAG}" for m in PHAGE_MODELS)
         # every comparison of the run in one process: SFT vs X-Embedding, each recipe vs the
         # base, PHAGE vs its base and vs its no-graph control
         recipe_pairs = f"$({each_label(f'base-{TAG}:recipe-%s-{TAG}')})"
-        phage_pairs = [f"{PHAGE_BASE_RUN}:{m}-{TAG}" for m in PHAGE_MODELS]
-        phage_pairs.append(f"phage-nograph-{TAG}:phage-{TAG}")
-        phage_pairs = "{% if params.phage %}" + " ".join(phage_pairs) + "{% endif %}"
+        phage_pairs = " ".join(
+            [
+                *(f"{PHAGE_BASE_RUN}:{m}-{TAG}" for m in PHAGE_MODELS),
+                f"phage-nograph-{TAG}:phage-{TAG}",
+            ]
+        )
         return (
             f"{RECIPE_LABELS}"
-            f"{significance(f'sft-{TAG}:xembed-{TAG}', recipe_pairs, phage_pairs)}"
+            f"{significance(f'sft-{TAG}:xembed-{TAG}', recipe_pairs, phage_only(phage_pairs))}"
             f" && python -m evaluation.report --lake {LAKE} --runs {runs} --compare sft-{TAG},xembed-{TAG}"
             f' --recipes "{recipe_runs}" --base base-{TAG} --out {LAKE}/reports/eval-{TAG}'
-            f' --phage "{{% if params.phage %}}{phage_runs}{{% endif %}}" --phage-base {PHAGE_BASE_RUN}'
+            f' --phage "{phage_only(phage_runs)}" --phage-base {PHAGE_BASE_RUN}'
         )
 
     silver, source = dq_silver(), prepare_input()
