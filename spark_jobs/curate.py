@@ -22,9 +22,7 @@ def run(
     now = datetime.now(UTC)
     with JobRun(spark, lake, "curate", args, run_id) as job:
         publications = job.read("bronze/publications")
-        texts = curation.with_parsed_claims(curation.best_texts(publications)).persist(
-            StorageLevel.MEMORY_AND_DISK
-        )
+        texts = curation.best_texts(publications).persist(StorageLevel.MEMORY_AND_DISK)
 
         job.write(curation.views(texts), "silver/views")
         view_rows = job.read("silver/views")

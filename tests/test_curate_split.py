@@ -53,7 +53,7 @@ def test_views_and_claim_graph(spark):
     record = gp_record(
         claims="1. A cup.\n2. The cup of claim 1.\n3. A saucer.", abstract="An abstract."
     )
-    texts = curation.with_parsed_claims(curation.best_texts(bronze(spark, [record])))
+    texts = curation.best_texts(bronze(spark, [record]))
     views = {r["view"]: r["text"] for r in curation.views(texts).collect()}
     assert set(views) == {"ABS", "CLAIM", "DESC", "TAC", "FIC", "TITLE"}
     assert views["TAC"] == "A title\nAn abstract.\n1. A cup.\n2. The cup of claim 1.\n3. A saucer."
@@ -67,7 +67,7 @@ def test_views_and_claim_graph(spark):
 
 def test_title_and_description_only_has_no_tac(spark):
     record = gp_record(abstract="", claims="")
-    texts = curation.with_parsed_claims(curation.best_texts(bronze(spark, [record])))
+    texts = curation.best_texts(bronze(spark, [record]))
     # a title beside the description is a TITLE view; without abstract or claims, no TAC
     assert sorted(r["view"] for r in curation.views(texts).collect()) == ["DESC", "TITLE"]
 
@@ -85,7 +85,7 @@ def test_patents_section_languages_and_primary_language(spark):
         {"text": "English abstract", "language": "en", "truncated": False}
     )
     pubs = bronze(spark, [record])
-    views = curation.views(curation.with_parsed_claims(curation.best_texts(pubs)))
+    views = curation.views(curation.best_texts(pubs))
     row = curation.patents(pubs, views).first()
     assert (row["ipc_section"], list(row["languages"]), row["primary_lang"]) == (
         "H",
@@ -98,9 +98,7 @@ def test_patents_section_languages_and_primary_language(spark):
 
 def test_publications_without_views_are_quarantined(spark):
     pubs = bronze(spark, [gp_record("US-1-A1"), gp_record("US-2-A1")])
-    views = curation.views(curation.with_parsed_claims(curation.best_texts(pubs))).where(
-        "publication_number = 'US-1-A1'"
-    )
+    views = curation.views(curation.best_texts(pubs)).where("publication_number = 'US-1-A1'")
     lost = curation.without_views(pubs, views, "2026-01-01 00:00:00").collect()
     assert [(r["record_id"], r["reason"]) for r in lost] == [("US-2-A1", "no_text_after_cleaning")]
 

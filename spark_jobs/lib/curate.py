@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import pandas as pd
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import to_arrow_type
 
 from schemas import parse_type
 from schemas.defaults import IPC_SECTIONS
-from spark_jobs.lib.claims import split_claims
+from spark_jobs.lib.texts import per_language
 
 TEXT_FIELDS = {
     "title": "title_localized",
@@ -21,92 +22,35 @@ CLAIMS_TYPE = (
 )
 
 
-def clean_text(c: Column) -> Column:
-    """Drop markup tags, collapse blanks within lines and blank lines, trim."""
-    no_tags = F.regexp_replace(c, r"<[^>]{1,200}>", " ")
-    spaces = F.regexp_replace(no_tags, r"[ \t\r\f\u00a0\u3000]+", " ")
-    return F.trim(F.regexp_replace(spaces, r"\s*\n\s*", "\n"))
+TEXTS_TYPE = parse_type(
+    "array<struct<lang:string,title:string,abstract:string,claims:string,description:string,"
+    f"parsed_claims:{CLAIMS_TYPE}>>"
+)
+_TEXTS_ARROW_TYPE = to_arrow_type(TEXTS_TYPE)
 
 
-def _preference(truncated: Column) -> Column:
-    """Complete before truncated; an entry that does not say comes first (nulls first)."""
-    return F.when(truncated.isNull(), F.lit(-1)).when(truncated, F.lit(1)).otherwise(F.lit(0))
-
-
-def _ranked_entries(column: str) -> Column:
-    """The cleaned, non-empty entries of one localized field, best first: complete before
-    truncated, then the longest, then the earlier."""
-    cleaned = F.transform(
-        F.coalesce(F.col(column), F.array()),
-        lambda e, i: F.struct(
-            _preference(e.truncated).alias("preference"),
-            e.language.alias("lang"),
-            clean_text(e.text).alias("text"),
-            i.alias("pos"),
-        ),
+@F.arrow_udf(TEXTS_TYPE)
+def _per_language(
+    title: pa.Array, abstract: pa.Array, claims: pa.Array, description: pa.Array
+) -> pa.Array:
+    """Arrow UDF around :func:`spark_jobs.lib.texts.per_language`."""
+    fields = [column.to_pylist() for column in (title, abstract, claims, description)]
+    return pa.array(
+        [per_language(*record) for record in zip(*fields, strict=True)], type=_TEXTS_ARROW_TYPE
     )
-    keyed = F.transform(  # structs sort field by field: preference, -length, position
-        cleaned,
-        lambda e: F.struct(
-            e.preference.alias("preference"),
-            (-F.length(e.text)).alias("neg_length"),
-            e.pos.alias("pos"),
-            e.lang.alias("lang"),
-            e.text.alias("text"),
-        ),
-    )
-    return F.array_sort(F.filter(keyed, lambda e: e.neg_length < 0))
 
 
 def best_texts(publications: DataFrame) -> DataFrame:
-    """One row per (patent, language) with its title, abstract, claims and description.
+    """One row per (patent, language) with its title, abstract, claims, description and
+    parsed claims (``parsed_claims``).
 
     Several entries of one field and language (e.g. a truncated and a full copy) resolve to
-    the complete, longest one; ties go to the earlier entry. A patent is one bronze row, so
-    this is computed within each row: no shuffle of the texts.
+    the complete, longest one once cleaned; ties go to the earlier entry
+    (:mod:`spark_jobs.lib.texts`). A patent is one bronze row, so this is computed within
+    each row: no shuffle of the texts, and one pass of Python over them.
     """
-    ranked = publications.select(
-        "publication_number",
-        "family_id",
-        *[_ranked_entries(column).alias(field) for field, column in TEXT_FIELDS.items()],
-    )
-    langs = F.array_distinct(
-        F.concat(*[F.transform(F.col(field), lambda e: e.lang) for field in TEXT_FIELDS])
-    )
-
-    def best(field: str, lang: Column) -> Column:
-        same = F.filter(F.col(field), lambda e: e.lang.eqNullSafe(lang))
-        return F.try_element_at(same, F.lit(1)).text.alias(field)
-
-    per_lang = F.transform(
-        langs,
-        lambda lang: F.struct(lang.alias("lang"), *[best(f, lang) for f in TEXT_FIELDS]),
-    )
-    return ranked.select("publication_number", "family_id", F.inline(per_lang))
-
-
-@F.pandas_udf(parse_type(CLAIMS_TYPE))
-def parse_claims(texts: pd.Series, langs: pd.Series) -> pd.Series:
-    """Arrow UDF around :func:`split_claims`."""
-    out = []
-    for text, lang in zip(texts, langs, strict=True):
-        claims = split_claims(text, lang) if isinstance(text, str) else []
-        out.append(
-            [
-                {
-                    "claim_number": c.number,
-                    "text": c.text,
-                    "independent": c.independent,
-                    "depends_on": list(c.depends_on),
-                }
-                for c in claims
-            ]
-        )
-    return pd.Series(out)
-
-
-def with_parsed_claims(texts: DataFrame) -> DataFrame:
-    return texts.withColumn("parsed_claims", parse_claims(F.col("claims"), F.col("lang")))
+    per_lang = _per_language(*[F.col(column) for column in TEXT_FIELDS.values()])
+    return publications.select("publication_number", "family_id", F.inline(per_lang))
 
 
 def views(texts: DataFrame) -> DataFrame:

@@ -1,0 +1,87 @@
+"""Curate's text rules, per bronze record: clean every localized entry, keep the best entry of
+each field per language, split its claims.
+
+Pure Python so every rule is unit-testable; curate applies :func:`per_language` to each
+record in one Arrow UDF, which reads the texts once instead of once per SQL expression.
+
+    >>> clean_text("An <b>old</b>\\t cup \\n\\n of tea ")
+    'An old cup\\nof tea'
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+
+from spark_jobs.lib.claims import split_claims
+
+FIELDS = ("title", "abstract", "claims", "description")
+
+_TAG = re.compile(r"<[^>]{1,200}>")
+_BLANKS = re.compile(r"[ \t\r\f\u00a0\u3000]+")
+# Blank around a line break: ASCII whitespace only (as Java's \s), so a U+2028 or a U+0085
+# stays in the text.
+_LINE_BREAK = re.compile(r"[ \t\n\x0b\f\r]*\n[ \t\n\x0b\f\r]*")
+
+
+def clean_text(text: str) -> str:
+    """Drop markup tags, collapse blanks within lines and blank lines, strip spaces."""
+    if "<" in text:
+        text = _TAG.sub(" ", text)
+    text = _BLANKS.sub(" ", text)
+    if "\n" in text:
+        text = _LINE_BREAK.sub("\n", text)
+    return text.strip(" ")
+
+
+def _preference(truncated: bool | None) -> int:
+    """Complete before truncated; an entry that does not say comes first."""
+    return -1 if truncated is None else (1 if truncated else 0)
+
+
+def ranked_entries(entries: Iterable[Mapping | None] | None) -> list[tuple[str | None, str]]:
+    """(language, cleaned text) of the non-empty entries of one localized field, best first:
+    complete before truncated, then the longest, then the earlier."""
+    keyed = []
+    for position, entry in enumerate(entries or ()):
+        if entry is None or entry["text"] is None:
+            continue
+        text = clean_text(entry["text"])
+        if text:
+            keyed.append(((_preference(entry["truncated"]), -len(text), position), entry, text))
+    keyed.sort(key=lambda k: k[0])
+    return [(entry["language"], text) for _, entry, text in keyed]
+
+
+def per_language(*fields: Iterable[Mapping | None] | None) -> list[dict]:
+    """One dict per language of a record: its best title, abstract, claims and description
+    (None where that field has no entry in the language) and the parsed claims.
+
+    ``fields`` are the record's localized arrays in :data:`FIELDS` order, each entry a
+    mapping with ``text``, ``language`` and ``truncated``. Languages come in the order they
+    first appear in the ranked fields, so a record's rows are always in the same order.
+    """
+    best: dict[str | None, dict[str, str]] = {}
+    for field, entries in zip(FIELDS, fields, strict=True):
+        for language, text in ranked_entries(entries):
+            best.setdefault(language, {}).setdefault(field, text)
+    rows = []
+    for language, texts in best.items():
+        claims = texts.get("claims")
+        parsed = split_claims(claims, language) if claims is not None else []
+        rows.append(
+            {
+                "lang": language,
+                **{field: texts.get(field) for field in FIELDS},
+                "parsed_claims": [
+                    {
+                        "claim_number": c.number,
+                        "text": c.text,
+                        "independent": c.independent,
+                        "depends_on": list(c.depends_on),
+                    }
+                    for c in parsed
+                ],
+            }
+        )
+    return rows
