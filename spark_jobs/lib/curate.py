@@ -9,22 +9,17 @@ from pyspark.sql.pandas.types import to_arrow_type
 
 from schemas import parse_type
 from schemas.defaults import IPC_SECTIONS
-from spark_jobs.lib.texts import per_language
+from spark_jobs.lib.texts import FIELDS, per_language
 
-TEXT_FIELDS = {
-    "title": "title_localized",
-    "abstract": "abstract_localized",
-    "claims": "claims_localized",
-    "description": "description_localized",
-}
+# the bronze column of each text field, in the order the UDF below takes them
+TEXT_FIELDS = {field: f"{field}_localized" for field in FIELDS}
 CLAIMS_TYPE = (
     "array<struct<claim_number:int,text:string,independent:boolean,depends_on:array<int>>>"
 )
-
-
 TEXTS_TYPE = parse_type(
-    "array<struct<lang:string,title:string,abstract:string,claims:string,description:string,"
-    f"parsed_claims:{CLAIMS_TYPE}>>"
+    "array<struct<lang:string,"
+    + "".join(f"{field}:string," for field in FIELDS)
+    + f"parsed_claims:{CLAIMS_TYPE}>>"
 )
 _TEXTS_ARROW_TYPE = to_arrow_type(TEXTS_TYPE)
 
