@@ -49,8 +49,19 @@ def run_job(job: str, main: Callable[[], int]) -> int:
         folder.mkdir(parents=True, exist_ok=True)
         log = folder / f"{job}-{datetime.now(UTC):%Y%m%dT%H%M%S}-{os.getpid()}.log"
         log.write_text(traceback.format_exc(), encoding="utf-8")
-        print(f"{job}: {one_line(exc)} (trace: {log})", file=sys.stderr, flush=True)
+        print(f"{with_prefix(job, one_line(exc))} (trace: {log})", file=sys.stderr, flush=True)
         return 1
+
+
+def with_prefix(job: str, cause: str) -> str:
+    """``<job>: <cause>``, once: the lake's own errors already start with the job's name.
+
+    >>> with_prefix("ingest", "ingest: bronze/publications would be empty")
+    'ingest: bronze/publications would be empty'
+    >>> with_prefix("curate", "Path does not exist: /lake")
+    'curate: Path does not exist: /lake'
+    """
+    return cause if cause.startswith(f"{job}: ") else f"{job}: {cause}"
 
 
 def finish(code: int | None) -> NoReturn:

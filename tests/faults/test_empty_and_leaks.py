@@ -67,7 +67,7 @@ def test_a_failing_job_prints_one_line_naming_the_job_and_cause(tmp_path):
     )
     assert done.returncode == 1
     last = done.stderr.strip().splitlines()[-1]
-    assert last.startswith("ingest: ingest: bronze/publications would be empty"), last
+    assert last.startswith("ingest: bronze/publications would be empty"), last
     assert "Traceback" not in done.stderr
     log = Path(last.rsplit("(trace: ", 1)[1].rstrip(")"))
     assert "EmptyTableError" in log.read_text()
