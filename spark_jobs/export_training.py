@@ -73,6 +73,11 @@ def run(
     table, keys = DATASETS[dataset]
     if dataset == "phage" and fmt != "parquet":
         raise ValueError("--dataset phage is written as Parquet only (--format parquet)")
+    if landscape and dataset != "phage":
+        raise ValueError(
+            f"--landscape applies to --dataset phage only, not {dataset!r}: the pairs and "
+            "triplets are restricted when they are built (build_pairs.py --landscape)"
+        )
     args = args or {
         "dataset": dataset,
         "format": fmt,

@@ -279,3 +279,16 @@ def test_export_round_trip_parquet_and_swift_jsonl(spark, built, tmp_path):
             and len(record["positive_messages"][0][0]["content"]) <= 8
         )
     assert json.loads(Path(out / "_manifest.json").read_text())["max_chars"] == 8
+
+
+def test_export_refuses_a_landscape_for_the_pair_datasets(tmp_path):
+    """--landscape restricts the PHAGE rows only; for pairs and triplets it would be ignored."""
+    out = tmp_path / "out"
+    for dataset in ("stage1", "stage2", "stage2_validation"):
+        with pytest.raises(
+            ValueError, match=rf"--landscape applies to --dataset phage only.*{dataset}"
+        ):
+            export_training.run(
+                None, str(tmp_path / "lake"), dataset, "parquet", str(out), landscape=("A",)
+            )
+    assert not out.exists() and not (tmp_path / "lake").exists()
