@@ -5,7 +5,7 @@ and writes nothing on a leak); the manifest records the passed audit, and the tr
 refuses shards whose manifest lacks it.
 
     spark-submit spark_jobs/export_training.py --lake data/lake --dataset stage1|stage2|stage2_validation|phage \
-        --format parquet|swift_jsonl --out DIR [--recipe NAME] [--rows-per-shard N] [--max-chars N]
+        --format parquet|swift_jsonl --out DIR [--recipe NAME (stage1)] [--rows-per-shard N] [--max-chars N]
 
 ``phage`` (Parquet only): one row per training-pool patent and claim language with its claims,
 its ``silver/claim_graph`` edges and its IPC subclasses (``trainer.train --stage phage``);
@@ -64,7 +64,7 @@ def run(
     seed: int = 13,
     run_id: str | None = None,
     args: dict | None = None,
-    recipe: str = "xembed",
+    recipe: str | None = None,
     landscape: tuple[str, ...] = (),
 ) -> dict:
     """Write the shards and _manifest.json under ``out``; returns the manifest."""
@@ -78,6 +78,13 @@ def run(
             f"--landscape applies to --dataset phage only, not {dataset!r}: the pairs and "
             "triplets are restricted when they are built (build_pairs.py --landscape)"
         )
+    if recipe is not None and dataset != "stage1":
+        raise ValueError(
+            f"--recipe applies to --dataset stage1 only, not {dataset!r}: the Stage II "
+            "triplets and the PHAGE rows have one pair set each"
+        )
+    if dataset == "stage1" and recipe is None:
+        recipe = "xembed"
     args = args or {
         "dataset": dataset,
         "format": fmt,
@@ -162,8 +169,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--recipe",
-        default="xembed",
-        help="stage1: the pair set to export (a recipe, or <recipe>-matched-<recipe>)",
+        default=None,
+        help="--dataset stage1 only: the pair set to export (a recipe, or "
+        "<recipe>-matched-<recipe>; default xembed)",
     )
     parser.add_argument("--seed", type=int, default=13)
     add_landscape_argument(parser, "--dataset phage only: patents of these sections")

@@ -292,3 +292,16 @@ def test_export_refuses_a_landscape_for_the_pair_datasets(tmp_path):
                 None, str(tmp_path / "lake"), dataset, "parquet", str(out), landscape=("A",)
             )
     assert not out.exists() and not (tmp_path / "lake").exists()
+
+
+def test_export_refuses_a_recipe_for_the_other_datasets(tmp_path):
+    """--recipe picks a Stage I pair set; for the triplets or PHAGE rows it would be ignored."""
+    out = tmp_path / "out"
+    for dataset in ("stage2", "stage2_validation", "phage"):
+        with pytest.raises(
+            ValueError, match=rf"--recipe applies to --dataset stage1 only.*{dataset}"
+        ):
+            export_training.run(
+                None, str(tmp_path / "lake"), dataset, "parquet", str(out), recipe="r3"
+            )
+    assert not out.exists() and not (tmp_path / "lake").exists()
