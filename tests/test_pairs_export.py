@@ -281,27 +281,24 @@ def test_export_round_trip_parquet_and_swift_jsonl(spark, built, tmp_path):
     assert json.loads(Path(out / "_manifest.json").read_text())["max_chars"] == 8
 
 
-def test_export_refuses_a_landscape_for_the_pair_datasets(tmp_path):
-    """--landscape restricts the PHAGE rows only; for pairs and triplets it would be ignored."""
+@pytest.mark.parametrize(
+    ("option", "value", "valid_for", "refused_for"),
+    [
+        # --landscape restricts the PHAGE rows only; the pairs are restricted when built
+        ("landscape", ("A",), "phage", ("stage1", "stage2", "stage2_validation")),
+        # --recipe picks a Stage I pair set; the triplets and PHAGE rows have one each
+        ("recipe", "r3", "stage1", ("stage2", "stage2_validation", "phage")),
+    ],
+)
+def test_export_refuses_an_option_its_dataset_would_ignore(
+    tmp_path, option, value, valid_for, refused_for
+):
     out = tmp_path / "out"
-    for dataset in ("stage1", "stage2", "stage2_validation"):
+    for dataset in refused_for:
         with pytest.raises(
-            ValueError, match=rf"--landscape applies to --dataset phage only.*{dataset}"
+            ValueError, match=rf"--{option} applies to --dataset {valid_for} only.*{dataset}"
         ):
             export_training.run(
-                None, str(tmp_path / "lake"), dataset, "parquet", str(out), landscape=("A",)
-            )
-    assert not out.exists() and not (tmp_path / "lake").exists()
-
-
-def test_export_refuses_a_recipe_for_the_other_datasets(tmp_path):
-    """--recipe picks a Stage I pair set; for the triplets or PHAGE rows it would be ignored."""
-    out = tmp_path / "out"
-    for dataset in ("stage2", "stage2_validation", "phage"):
-        with pytest.raises(
-            ValueError, match=rf"--recipe applies to --dataset stage1 only.*{dataset}"
-        ):
-            export_training.run(
-                None, str(tmp_path / "lake"), dataset, "parquet", str(out), recipe="r3"
+                None, str(tmp_path / "lake"), dataset, "parquet", str(out), **{option: value}
             )
     assert not out.exists() and not (tmp_path / "lake").exists()
