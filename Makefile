@@ -5,6 +5,8 @@ VENV := .venv
 BIN := $(abspath $(VENV))/bin
 PY := $(BIN)/python
 STAMP := $(VENV)/.xembed-installed
+# ranx's numba kernels, compiled once per venv (evaluation/reference.py)
+RANX_STAMP := $(VENV)/.ranx-compiled
 # spark-submit and friends must resolve to the venv (it finds SPARK_HOME through `python3`).
 export PATH := $(BIN):$(PATH)
 export PYSPARK_PYTHON := $(PY)
@@ -63,7 +65,7 @@ demo test: export SPARK_SUBMIT_OPTS ?= $(shell JAVA_HOME=$(JAVA_HOME) $(PY) -m l
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
 
-setup: $(STAMP)  ## .venv + pinned deps, Delta jars, JDK >= 21, the CPU models (me5-small, qwen3-tiny)
+setup: $(STAMP) $(RANX_STAMP)  ## .venv + pinned deps, Delta jars, JDK >= 21, the CPU models (me5-small, qwen3-tiny), ranx's kernels
 	@$(PY) -m lake.jars install
 	@$(PY) -m lake.jvm archive --if-missing >/dev/null
 	@$(PY) -m retrieval.java >/dev/null || { \
@@ -77,6 +79,10 @@ $(STAMP): pyproject.toml constraints.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -c constraints.txt -e '.[all]'
+	@touch $@
+
+$(RANX_STAMP): $(STAMP)
+	@$(PY) -m evaluation.reference
 	@touch $@
 
 test: lint  ## lint, then the test suite (TEST_WORKERS processes; the Airflow end-to-end run in one of them)
