@@ -13,7 +13,10 @@ the cached Delta snapshots are shared. Cluster runs keep ``spark-submit --master
         # starts the server in the background, waits until it accepts clients, prints its URL
     python -m lake.connect stop --state DIR   # stops it (SIGTERM, then SIGKILL)
 
-``DIR`` holds ``connect.pid``, ``connect.url`` and the server's log ``connect.log``.
+``DIR`` holds ``connect.pid``, ``connect.url``, the server's log ``connect.log`` and its
+``scratch`` folder: Spark's local directory (shuffle and spill files, block manager) and the
+JVM's temporary files (the clients' artifacts, native libraries), which ``stop`` removes once
+the server has ended, however it ended, instead of leaving them in /tmp.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -42,9 +46,12 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def server_command(master: str, driver_memory: str, port: int) -> list[str]:
+def server_command(
+    master: str, driver_memory: str, port: int, scratch: Path | None = None
+) -> list[str]:
     conf = {
         **server_conf(master),
+        **({"spark.local.dir": str(scratch)} if scratch else {}),
         "spark.connect.grpc.binding.address": "127.0.0.1",
         "spark.connect.grpc.binding.port": str(port),
         # a client that exits without stopping its session (every job) frees it after this
@@ -80,15 +87,18 @@ def start(state: Path, master: str = "local[2]", driver_memory: str = "4g") -> s
         if _alive(int(pid_file.read_text())) and _listening(int(url.rsplit(":", 1)[1])):
             return url
         stop(state)
+    scratch = _scratch(state)
+    shutil.rmtree(scratch, ignore_errors=True)  # a killed server's, if stop never ran
+    scratch.mkdir()
     port = free_port()
     env = dict(os.environ)
     # a long-lived driver wants the full (C2) JIT; the class-data archive still spares loading
-    env["SPARK_SUBMIT_OPTS"] = long_lived_options()
+    env["SPARK_SUBMIT_OPTS"] = f"{long_lived_options()} {_quoted(f'-Djava.io.tmpdir={scratch}')}"
     env.setdefault("PYSPARK_PYTHON", sys.executable)  # the Python workers of UDFs: this venv
     env.pop("SPARK_REMOTE", None)
     with open(log, "wb") as out:
         server = subprocess.Popen(
-            server_command(master, driver_memory, port),
+            server_command(master, driver_memory, port, scratch),
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -110,6 +120,20 @@ def start(state: Path, master: str = "local[2]", driver_memory: str = "4g") -> s
     return url
 
 
+def _scratch(state: Path) -> Path:
+    return state / "scratch"
+
+
+def _quoted(option: str) -> str:
+    """``option`` as one word of ``SPARK_SUBMIT_OPTS``, which Spark's launcher splits at
+    blanks outside double quotes (a backslash escapes the next character).
+
+    >>> _quoted('-Djava.io.tmpdir=/runs/my "best" run')
+    '"-Djava.io.tmpdir=/runs/my \\\\"best\\\\" run"'
+    """
+    return '"{}"'.format(option.replace("\\", "\\\\").replace('"', '\\"'))
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -119,9 +143,11 @@ def _alive(pid: int) -> bool:
 
 
 def stop(state: Path, grace_seconds: float = 30.0) -> bool:
-    """Stop the server ``state`` records; False when none was running."""
+    """Stop the server ``state`` records and remove its scratch folder; False when none was
+    running."""
     pid_file = state / "connect.pid"
     if not pid_file.exists():
+        shutil.rmtree(_scratch(state), ignore_errors=True)
         return False
     pid = int(pid_file.read_text())
     running = _alive(pid)
@@ -138,6 +164,7 @@ def stop(state: Path, grace_seconds: float = 30.0) -> bool:
                 os.killpg(pid, signal.SIGKILL)
     for name in ("connect.pid", "connect.url"):
         (state / name).unlink(missing_ok=True)
+    shutil.rmtree(_scratch(state), ignore_errors=True)
     return running
 
 

@@ -72,11 +72,13 @@ print("RESULT " + json.dumps(out))
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    state = tmp_path_factory.mktemp("connect")
+    # a blank in the state folder's path: the JVM option naming its scratch folder is quoted
+    state = tmp_path_factory.mktemp("connect state")
     url = connect.start(state, "local[2]", "1g")
     yield state, url
     assert connect.stop(state)
     assert not (state / "connect.pid").exists()
+    assert not (state / "scratch").exists()  # the server's local files went with it
 
 
 def client(url: str, *args: str) -> subprocess.CompletedProcess:
@@ -92,6 +94,9 @@ def test_start_reuses_the_running_server_and_names_a_local_url(server):
     assert url.startswith("sc://127.0.0.1:")
     assert connect.start(state) == url  # a second start finds it alive
     assert (state / "connect.url").read_text().strip() == url
+    # Spark's local directory and the JVM's temporary files are the state folder's, not /tmp's
+    scratch = state / "scratch"
+    assert any(scratch.glob("blockmgr-*")), sorted(p.name for p in scratch.iterdir())
 
 
 def test_the_lake_layer_on_a_client_session_matches_a_local_driver(spark, server, tmp_path):
@@ -120,12 +125,17 @@ def test_the_lake_layer_on_a_client_session_matches_a_local_driver(spark, server
 
 
 def test_a_job_on_the_server_writes_what_a_local_driver_writes(spark, server, tmp_path):
-    _, url = server
+    state, url = server
     source = tmp_path / "input"
     _bad_input(source)
     remote_lake, local_lake = tmp_path / "remote", str(tmp_path / "local")
     done = client(url, "spark_jobs/ingest.py", "--lake", str(remote_lake), "--input", str(source))
     assert done.returncode == 0, done.stderr[-3000:]
+    # the JVM's temporary files (a client's artifacts, Parquet's native codec) are the state
+    # folder's too, removed with the server (the fixture checks)
+    scratch = sorted(p.name for p in (state / "scratch").iterdir())
+    assert any(n.startswith("artifacts-") for n in scratch), scratch
+    assert any(n.startswith("snappy-") for n in scratch), scratch
     ingest.run(spark, local_lake, str(source), "google_patents")
     for name, key in (("bronze/publications", "publication_number"), ("quarantine", "record")):
         remote = DeltaTable(str(remote_lake / name)).to_pandas().sort_values(key)
