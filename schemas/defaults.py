@@ -24,6 +24,9 @@ PROBE_SIZE = 2000
 EVAL_CUTOFF = "2025-01-01"
 # Stage I-style training recipes of build_pairs --recipe (README "Training recipes").
 RECIPES = ("xembed", "r3", "r4", "qaecter")
+# The paper's recipe: what build_pairs builds, export_training exports (stage1) and the
+# trainer's config follows unless told otherwise.
+DEFAULT_RECIPE = RECIPES[0]
 # Where a pair's supervision comes from (gold/stage1_pairs.signal).
 SIGNALS = ("cross_section", "cross_language", "taxonomy", "citation")
 # Name of a matched-volume control: "<recipe>-matched-<other recipe>".

@@ -27,7 +27,7 @@ from spark_jobs.lib.leakage import LeakageError, late_citations, training_views,
 def run(
     spark: SparkSession,
     lake: str,
-    recipe: str = "xembed",
+    recipe: str = defaults.DEFAULT_RECIPE,
     max_pairs: int | None = None,
     family_cap: int | None = None,
     seed: int = 13,
@@ -193,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--recipe",
         choices=defaults.RECIPES,
-        default="xembed",
+        default=defaults.DEFAULT_RECIPE,
         help="; ".join(f"{r}: {', '.join(t)}" for r, t in pair_rules.RECIPES.items()),
     )
     volume = parser.add_mutually_exclusive_group()

@@ -84,7 +84,7 @@ def run(
             "triplets and the PHAGE rows have one pair set each"
         )
     if dataset == "stage1" and recipe is None:
-        recipe = "xembed"
+        recipe = defaults.DEFAULT_RECIPE
     args = args or {
         "dataset": dataset,
         "format": fmt,
@@ -95,6 +95,7 @@ def run(
         "recipe": recipe,
         "landscape": landscape,
     }
+    args = {**args, "recipe": recipe}  # the run log names the pair set exported, even by default
     with JobRun(spark, lake, "export_training", args, run_id) as job:
         if dataset == "stage1":
             pairs = job.read(table).where(F.col("recipe") == recipe)
@@ -129,7 +130,7 @@ def run(
         manifest = {
             "dataset": dataset,
             # the pair set (a recipe or its matched control) the trainer's config section follows
-            "recipe": {"stage1": recipe, "phage": "phage"}.get(dataset, "xembed"),
+            "recipe": {"stage1": recipe, "phage": "phage"}.get(dataset, defaults.DEFAULT_RECIPE),
             "format": fmt,
             "rows": sum(counts.values()),
             "shards": [{"file": s["file"], "rows": counts.get(s["file"], 0)} for s in shards],

@@ -258,10 +258,17 @@ def test_export_round_trip_parquet_and_swift_jsonl(spark, built, tmp_path):
     }
     assert manifest["leakage_audit"]["status"] == "passed"
     assert manifest["leakage_audit"]["rows_checked"] == len(EXPECTED)
-    again = export_training.run(spark, lake, "stage1", "parquet", str(out), rows_per_shard=6)
+    # the command line's arguments name no recipe: the run log records the one exported
+    cli_args = {"dataset": "stage1", "format": "parquet", "out": str(out), "recipe": None}
+    again = export_training.run(
+        spark, lake, "stage1", "parquet", str(out), rows_per_shard=6, args=cli_args
+    )
     assert (
         again["content_hash"] == manifest["content_hash"] and again["shards"] == manifest["shards"]
     )
+    runs = DeltaTable(f"{lake}/meta/job_runs").to_pandas()
+    exports = runs[runs.job == "export_training"].sort_values("finished_at")
+    assert json.loads(exports.args_json.iloc[-1])["recipe"] == "xembed"
 
     out = tmp_path / "swift"
     manifest = export_training.run(

@@ -26,6 +26,7 @@ from transformers import set_seed
 from transformers.trainer_utils import get_last_checkpoint
 
 from lake.cli import finish
+from schemas import defaults
 from trainer.arguments import parse
 from trainer.data import BatchStream, read_manifest, validation_examples
 from trainer.encoder import Encoder, EncoderConfig
@@ -68,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     args.remove_unused_columns = False
     set_seed(args.seed)
     manifest = read_manifest(data_args.train_data)
-    shards_recipe = manifest.get("recipe", "xembed")
+    shards_recipe = manifest.get("recipe", defaults.DEFAULT_RECIPE)
     if data_args.recipe is None:
         data_args.recipe = shards_recipe
     elif args.stage == "stage1" and data_args.recipe != shards_recipe:
