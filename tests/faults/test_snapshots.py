@@ -34,15 +34,26 @@ def _last_run(spark, lake: str, job: str):
     return runs.orderBy(F.desc("finished_at")).first()
 
 
-def _kill_after_first_commit(lake: str, source: str, table: str) -> None:
-    """Run ingest as its own process group and SIGKILL it as soon as ``table`` commits."""
+def _kill_after_first_commit(lake: str, source: str, table: str, scratch: Path) -> None:
+    """Run ingest as its own process group and SIGKILL it as soon as ``table`` commits.
+
+    A killed JVM runs no shutdown hook: its local and temporary files go to ``scratch`` (the
+    test's folder), not to /tmp where nothing would remove them."""
     before = _commits(lake, table)
+    scratch.mkdir()
+    env = {
+        **os.environ,
+        "XEMBED_SPARK_MASTER": "local[1]",
+        "SPARK_LOCAL_DIRS": str(scratch),
+        "SPARK_SUBMIT_OPTS": f"{os.environ.get('SPARK_SUBMIT_OPTS', '')} "
+        f"-Djava.io.tmpdir={scratch}",
+    }
     process = subprocess.Popen(
         [sys.executable, "spark_jobs/ingest.py", "--lake", lake, "--input", source],
         cwd=REPO,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        env={**os.environ, "XEMBED_SPARK_MASTER": "local[1]"},
+        env=env,
         start_new_session=True,
     )
     deadline = time.monotonic() + 600
@@ -52,6 +63,7 @@ def _kill_after_first_commit(lake: str, source: str, table: str) -> None:
         time.sleep(0.02)
     os.killpg(process.pid, signal.SIGKILL)
     process.wait()
+    assert any(scratch.glob("blockmgr-*"))  # what the killed JVM left is the test's to remove
 
 
 def test_a_run_killed_between_commits_is_invisible_and_a_rerun_repairs(spark, pipeline, tmp_path):
@@ -60,7 +72,7 @@ def test_a_run_killed_between_commits_is_invisible_and_a_rerun_repairs(spark, pi
     other = str(tmp_path / "other")
     generate(spark, other, n_patents=120, seed=29, bad_share=0.0)
 
-    _kill_after_first_commit(lake, other, "bronze/publications")
+    _kill_after_first_commit(lake, other, "bronze/publications", tmp_path / "scratch")
     # the premise: new publications beside the old citations, and no run row for the kill
     assert DeltaTable(f"{lake}/bronze/publications").version() > good.outputs["bronze/publications"]
     assert DeltaTable(f"{lake}/bronze/citations").version() == good.outputs["bronze/citations"]
