@@ -32,7 +32,7 @@ import sys
 import time
 from pathlib import Path
 
-from lake.jvm import long_lived_options
+from lake.jvm import long_lived_options, scratch_env
 from lake.session import server_conf
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
@@ -46,12 +46,9 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def server_command(
-    master: str, driver_memory: str, port: int, scratch: Path | None = None
-) -> list[str]:
+def server_command(master: str, driver_memory: str, port: int) -> list[str]:
     conf = {
         **server_conf(master),
-        **({"spark.local.dir": str(scratch)} if scratch else {}),
         "spark.connect.grpc.binding.address": "127.0.0.1",
         "spark.connect.grpc.binding.port": str(port),
         # a client that exits without stopping its session (every job) frees it after this
@@ -91,14 +88,13 @@ def start(state: Path, master: str = "local[2]", driver_memory: str = "4g") -> s
     shutil.rmtree(scratch, ignore_errors=True)  # a killed server's, if stop never ran
     scratch.mkdir()
     port = free_port()
-    env = dict(os.environ)
     # a long-lived driver wants the full (C2) JIT; the class-data archive still spares loading
-    env["SPARK_SUBMIT_OPTS"] = f"{long_lived_options()} {_quoted(f'-Djava.io.tmpdir={scratch}')}"
+    env = scratch_env({**os.environ, "SPARK_SUBMIT_OPTS": long_lived_options()}, scratch)
     env.setdefault("PYSPARK_PYTHON", sys.executable)  # the Python workers of UDFs: this venv
     env.pop("SPARK_REMOTE", None)
     with open(log, "wb") as out:
         server = subprocess.Popen(
-            server_command(master, driver_memory, port, scratch),
+            server_command(master, driver_memory, port),
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -122,16 +118,6 @@ def start(state: Path, master: str = "local[2]", driver_memory: str = "4g") -> s
 
 def _scratch(state: Path) -> Path:
     return state / "scratch"
-
-
-def _quoted(option: str) -> str:
-    """``option`` as one word of ``SPARK_SUBMIT_OPTS``, which Spark's launcher splits at
-    blanks outside double quotes (a backslash escapes the next character).
-
-    >>> _quoted('-Djava.io.tmpdir=/runs/my "best" run')
-    '"-Djava.io.tmpdir=/runs/my \\\\"best\\\\" run"'
-    """
-    return '"{}"'.format(option.replace("\\", "\\\\").replace('"', '\\"'))
 
 
 def _alive(pid: int) -> bool:

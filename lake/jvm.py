@@ -83,6 +83,27 @@ def long_lived_options(caller: str | None = None) -> str:
     return " ".join([cds_options(), *settings]).strip()
 
 
+def scratch_env(env: dict[str, str], folder: Path) -> dict[str, str]:
+    """``env`` for a driver JVM whose local files stay in ``folder``: Spark's local directory
+    (``SPARK_LOCAL_DIRS``: block manager, shuffle and spill files) and the JVM's temporary
+    files (``java.io.tmpdir``: Spark Connect artifacts, native codecs). A JVM that is killed
+    runs no shutdown hook; what it leaves is then ``folder``'s owner's to remove, not /tmp's.
+    """
+    option = f"-Djava.io.tmpdir={folder}"
+    opts = f"{env.get('SPARK_SUBMIT_OPTS', '')} {_quoted(option)}".strip()
+    return {**env, "SPARK_LOCAL_DIRS": str(folder), "SPARK_SUBMIT_OPTS": opts}
+
+
+def _quoted(option: str) -> str:
+    """``option`` as one word of ``SPARK_SUBMIT_OPTS``, which Spark's launcher splits at
+    blanks outside double quotes (a backslash escapes the next character).
+
+    >>> _quoted('-Djava.io.tmpdir=/runs/my "best" run')
+    '"-Djava.io.tmpdir=/runs/my \\\\"best\\\\" run"'
+    """
+    return '"{}"'.format(option.replace("\\", "\\\\").replace('"', '\\"'))
+
+
 def archive() -> Path:
     """Run a small Delta job in a JVM that dumps the classes it loaded at exit."""
     path = archive_path()

@@ -16,7 +16,7 @@ from delta.tables import DeltaTable as SparkDeltaTable
 from deltalake import DeltaTable
 from pyspark.sql import functions as F
 
-from lake import MixedLakeError
+from lake import MixedLakeError, jvm
 from spark_jobs import curate, ingest, split
 from spark_jobs.lib.sample.generate import generate
 from tests.conftest import copy_lake
@@ -41,13 +41,7 @@ def _kill_after_first_commit(lake: str, source: str, table: str, scratch: Path) 
     test's folder), not to /tmp where nothing would remove them."""
     before = _commits(lake, table)
     scratch.mkdir()
-    env = {
-        **os.environ,
-        "XEMBED_SPARK_MASTER": "local[1]",
-        "SPARK_LOCAL_DIRS": str(scratch),
-        "SPARK_SUBMIT_OPTS": f"{os.environ.get('SPARK_SUBMIT_OPTS', '')} "
-        f"-Djava.io.tmpdir={scratch}",
-    }
+    env = jvm.scratch_env({**os.environ, "XEMBED_SPARK_MASTER": "local[1]"}, scratch)
     process = subprocess.Popen(
         [sys.executable, "spark_jobs/ingest.py", "--lake", lake, "--input", source],
         cwd=REPO,
