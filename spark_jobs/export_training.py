@@ -85,17 +85,16 @@ def run(
         )
     if dataset == "stage1" and recipe is None:
         recipe = defaults.DEFAULT_RECIPE
-    args = args or {
+    given = args or {
         "dataset": dataset,
         "format": fmt,
         "out": out,
         "rows_per_shard": rows_per_shard,
         "max_chars": max_chars,
         "seed": seed,
-        "recipe": recipe,
         "landscape": landscape,
     }
-    args = {**args, "recipe": recipe}  # the run log names the pair set exported, even by default
+    args = {**given, "recipe": recipe}  # the run log names the pair set exported, even by default
     with JobRun(spark, lake, "export_training", args, run_id) as job:
         if dataset == "stage1":
             pairs = job.read(table).where(F.col("recipe") == recipe)
@@ -172,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         "--recipe",
         default=None,
         help="--dataset stage1 only: the pair set to export (a recipe, or "
-        "<recipe>-matched-<recipe>; default xembed)",
+        f"<recipe>-matched-<recipe>; default {defaults.DEFAULT_RECIPE})",
     )
     parser.add_argument("--seed", type=int, default=13)
     add_landscape_argument(parser, "--dataset phage only: patents of these sections")
