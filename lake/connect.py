@@ -77,6 +77,9 @@ def start(state: Path, master: str = "local[2]", driver_memory: str = "4g") -> s
     """Start a server in the background and return its ``sc://`` URL once it accepts clients.
 
     A server this ``state`` folder already records and that still answers is reused."""
+    scratch = _scratch(state)
+    # a long-lived driver wants the full (C2) JIT; the class-data archive still spares loading
+    env = scratch_env({**os.environ, "SPARK_SUBMIT_OPTS": long_lived_options()}, scratch)
     state.mkdir(parents=True, exist_ok=True)
     pid_file, url_file, log = state / "connect.pid", state / "connect.url", state / "connect.log"
     if pid_file.exists() and url_file.exists():
@@ -84,12 +87,9 @@ def start(state: Path, master: str = "local[2]", driver_memory: str = "4g") -> s
         if _alive(int(pid_file.read_text())) and _listening(int(url.rsplit(":", 1)[1])):
             return url
         stop(state)
-    scratch = _scratch(state)
     shutil.rmtree(scratch, ignore_errors=True)  # a killed server's, if stop never ran
     scratch.mkdir()
     port = free_port()
-    # a long-lived driver wants the full (C2) JIT; the class-data archive still spares loading
-    env = scratch_env({**os.environ, "SPARK_SUBMIT_OPTS": long_lived_options()}, scratch)
     env.setdefault("PYSPARK_PYTHON", sys.executable)  # the Python workers of UDFs: this venv
     env.pop("SPARK_REMOTE", None)
     with open(log, "wb") as out:
@@ -165,7 +165,10 @@ def main(argv: list[str] | None = None) -> int:
     down.add_argument("--state", type=Path, required=True)
     args = parser.parse_args(argv)
     if args.command == "start":
-        print(start(args.state, args.master, args.driver_memory))
+        try:
+            print(start(args.state, args.master, args.driver_memory))
+        except ValueError as error:  # a state folder Spark cannot use, named in the message
+            parser.error(str(error))
         return 0
     print("stopped" if stop(args.state) else "no server was running")
     return 0

@@ -88,7 +88,20 @@ def scratch_env(env: dict[str, str], folder: Path) -> dict[str, str]:
     (``SPARK_LOCAL_DIRS``: block manager, shuffle and spill files) and the JVM's temporary
     files (``java.io.tmpdir``: Spark Connect artifacts, native codecs). A JVM that is killed
     runs no shutdown hook; what it leaves is then ``folder``'s owner's to remove, not /tmp's.
+
+    Spark reads ``SPARK_LOCAL_DIRS`` as a comma-separated list, so a folder whose path holds a
+    comma is refused rather than split into two:
+
+    >>> scratch_env({}, Path("/runs/a,b/scratch"))
+    Traceback (most recent call last):
+    ...
+    ValueError: Spark's local directory cannot hold a comma (it reads SPARK_LOCAL_DIRS as a comma-separated list): /runs/a,b/scratch
     """
+    if "," in str(folder):
+        raise ValueError(
+            "Spark's local directory cannot hold a comma (it reads SPARK_LOCAL_DIRS as a "
+            f"comma-separated list): {folder}"
+        )
     option = f"-Djava.io.tmpdir={folder}"
     opts = f"{env.get('SPARK_SUBMIT_OPTS', '')} {_quoted(option)}".strip()
     return {**env, "SPARK_LOCAL_DIRS": str(folder), "SPARK_SUBMIT_OPTS": opts}

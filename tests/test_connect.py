@@ -99,6 +99,19 @@ def test_start_reuses_the_running_server_and_names_a_local_url(server):
     assert any(scratch.glob("blockmgr-*")), sorted(p.name for p in scratch.iterdir())
 
 
+def test_a_state_folder_with_a_comma_is_refused_by_name_before_anything_starts(tmp_path):
+    state = tmp_path / "runs,2026" / "spark"
+    done = subprocess.run(
+        [sys.executable, "-m", "lake.connect", "start", "--state", str(state)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2 and f"comma-separated list): {state}/scratch" in done.stderr
+    assert not (tmp_path / "runs,2026").exists()  # no folder made, no JVM started
+
+
 def test_the_lake_layer_on_a_client_session_matches_a_local_driver(spark, server, tmp_path):
     _, url = server
     damaged, folder = tmp_path / "damaged", tmp_path / "files"
