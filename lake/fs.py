@@ -96,30 +96,155 @@ class FileProbe:
         return self.encoding is None and self.error is None
 
 
+# Compressed formats by their first bytes (magic numbers).
+MAGIC = (
+    (b"\x1f\x8b", "gzip"),
+    (b"BZh", "bzip2"),
+    (b"\x28\xb5\x2f\xfd", "zstd"),
+    (b"\xfd7zXZ\x00", "xz"),
+    (b"\x04\x22\x4d\x18", "LZ4 frame"),
+    (b"\xff\x06\x00\x00sNaPpY", "Snappy frame"),
+)
+# Hadoop's codecs by file extension (how Spark's text source picks one) and the format each
+# expects at a file's start; .deflate (zlib), .lz4 and .snappy (Hadoop's block formats) have
+# no magic number of their own
+CODECS = {
+    ".gz": "gzip",
+    ".bz2": "bzip2",
+    ".zst": "zstd",
+    ".deflate": None,
+    ".lz4": None,
+    ".snappy": None,
+}
+# what the probe decompresses itself (Java's or Python's codecs); the other codecs' files are
+# decompressed by a Spark read of the file, after a check of the block headers where there are
+BLOCK_FORMATS = (".lz4", ".snappy")
+STREAMED = (".gz", ".bz2", ".deflate")
+
+
+def codec_extension(name: str) -> str | None:
+    """The Hadoop codec extension a file name ends with (``None``: read as plain text)."""
+    return next((ext for ext in CODECS if name.endswith(ext)), None)
+
+
+def compression_mismatch(name: str, extension: str | None, head: bytes) -> str | None:
+    r"""Why a file's first bytes cannot be what Spark reads it as: compressed data in a file read
+    as plain text (an ``.xz`` export, a gzip file named ``.json``) or by another codec (an LZ4
+    frame file named ``.lz4``, which Hadoop's codec reads as its own block format).
+
+    >>> compression_mismatch("p.json", None, b"\x1f\x8b\x08\x00")
+    'gzip-compressed data in p.json, which is read as plain text (no codec for its name)'
+    >>> compression_mismatch("p.jsonl.lz4", ".lz4", b"\x04\x22\x4d\x18\x64")
+    "LZ4 frame-compressed data in p.jsonl.lz4, which is read with Hadoop's .lz4 codec"
+    >>> compression_mismatch("p.jsonl.gz", ".gz", b"\x1f\x8b\x08\x00") is None
+    True
+    """
+    found = next((fmt for magic, fmt in MAGIC if head.startswith(magic)), None)
+    if found is None or (extension is not None and CODECS.get(extension) == found):
+        return None
+    reader = (
+        "read as plain text (no codec for its name)"
+        if extension is None
+        else f"read with Hadoop's {extension} codec"
+    )
+    return f"{found}-compressed data in {name.rsplit('/', 1)[-1]}, which is {reader}"
+
+
+def block_framing_error(read_at, size: int, extension: str) -> str | None:
+    """Why a file is not in the block format of Hadoop's ``.lz4`` / ``.snappy`` codecs: blocks
+    of [uncompressed length, compressed length, compressed bytes] (4-byte big-endian lengths,
+    one chunk per block as Hadoop writes them) that end exactly at the file's end. Checked
+    before Spark decompresses the file: its codec allocates whatever a header claims, and a
+    foreign or damaged file's first bytes can claim gigabytes (the driver then dies of
+    OutOfMemoryError). ``read_at(offset, n)`` returns up to ``n`` bytes.
+
+    >>> import struct
+    >>> block = struct.pack(">II", 10, 3) + b"abc"
+    >>> data = block * 2
+    >>> block_framing_error(lambda at, n: data[at : at + n], len(data), ".lz4") is None
+    True
+    >>> block_framing_error(lambda at, n: data[at : at + n], len(data) - 1, ".lz4")
+    "not Hadoop's .lz4 block format: the block at byte 11 claims 3 compressed bytes, 2 remain"
+    """
+    import struct
+
+    at = 0
+    while at < size:
+        header = read_at(at, 8)
+        if len(header) < 8:
+            return f"not Hadoop's {extension} block format: a block header cut at byte {at:,}"
+        _, compressed = struct.unpack(">II", header)
+        left = size - at - 8
+        if compressed == 0 or compressed > left:
+            return (
+                f"not Hadoop's {extension} block format: the block at byte {at:,} claims "
+                f"{compressed:,} compressed bytes, {left:,} remain"
+            )
+        at += 8 + compressed
+    return None
+
+
+def _read_probe(spark: SparkSession, path: str) -> FileProbe:
+    """Decompress a file the probe has no codec of its own for by reading it with Spark (one
+    job); a failure is the file's, reported like a damaged stream (lines before it unknown)."""
+    try:
+        spark.read.text(path).count()
+    except Exception as exc:  # pyspark's or Spark Connect's wrapper of the read's failure
+        return FileProbe(path, error=one_line(exc))
+    return FileProbe(path)
+
+
 def probe_file(spark: SparkSession, path: str) -> FileProbe:
-    """Check one input file: its byte-order mark and, for a compressed file, that it
-    decompresses to its end (a truncated ``.gz`` fails here, not in the middle of a job).
+    """Check one input file before Spark reads its lines, so that a damaged or foreign file is
+    left out (and quarantined by the caller) instead of failing the job or turning into
+    garbage: compressed data the file's name does not announce; for a compressed file, that it
+    decompresses to its end (a truncated ``.gz`` fails here, not in the middle of a job);
+    the byte-order mark of a plain, gzip, bzip2 or deflate file.
 
     Runs in the driver's JVM: the decompression is Java's, the Python side only sees the
-    result. A damaged file is read a second time to count the lines before the damage.
-    A Spark Connect client probes in Python (gzip, bzip2 and deflate files; other codecs are
-    left to Spark's read).
+    result; a damaged file is read a second time to count the lines before the damage.
+    A Spark Connect client probes in Python (gzip, bzip2 and deflate). Other codecs (zstd,
+    Hadoop's lz4 and snappy) are decompressed by a Spark read of the file, after the block
+    headers of lz4 and snappy files are checked against the file's size.
     """
     if is_connect(spark):
-        return _arrow.probe_file(path)
+        return _arrow.probe_file(spark, path)
     jvm = spark.sparkContext._jvm
     fs, hpath = _fs(spark, path)
     codecs = jvm.org.apache.hadoop.io.compress.CompressionCodecFactory(
         spark.sparkContext._jsc.hadoopConfiguration()
     )
     codec = codecs.getCodec(hpath)
+    extension = None if codec is None else str(codec.getDefaultExtension())
+    raw = fs.open(hpath)
+    try:
+
+        def read_at(offset: int, n: int) -> bytes:
+            raw.seek(offset)
+            return bytes(raw.readNBytes(n))
+
+        size = fs.getFileStatus(hpath).getLen()
+        first = _foreign_or_damaged(path, extension, read_at, size)
+    finally:
+        _close_quietly(raw)
+    if first is not None:
+        return first
+    if extension is not None and extension not in STREAMED:
+        return _read_probe(spark, path)
 
     def open_stream():
-        raw = fs.open(hpath)
-        return raw if codec is None else codec.createInputStream(raw)
+        stream = fs.open(hpath)
+        if codec is None:
+            return stream
+        try:
+            return codec.createInputStream(stream)  # bzip2 reads its first block here
+        except Exception:
+            _close_quietly(stream)
+            raise
 
-    stream = open_stream()
+    stream = None
     try:
+        stream = open_stream()
         head = bytes(stream.readNBytes(4))
         encoding = bom_encoding(head)
         if encoding is not None or codec is None:
@@ -129,12 +254,24 @@ def probe_file(spark: SparkSession, path: str) -> FileProbe:
     except Exception as exc:  # py4j wraps the Java EOFException / ZipException
         error = one_line(exc)
     finally:
-        _close_quietly(stream)
+        if stream is not None:
+            _close_quietly(stream)
     return FileProbe(path, error=error, lines_read=_lines_before_error(jvm, open_stream))
 
 
+def _foreign_or_damaged(path: str, extension: str | None, read_at, size: int) -> FileProbe | None:
+    """The probe of a file its first bytes or block headers already rule out, else None."""
+    error = compression_mismatch(path, extension, read_at(0, 10))
+    if error is None and extension in BLOCK_FORMATS:
+        error = block_framing_error(read_at, size, extension)
+    return None if error is None else FileProbe(path, error=error)
+
+
 def _lines_before_error(jvm, open_stream) -> int:
-    stream = open_stream()
+    try:
+        stream = open_stream()
+    except Exception:  # damaged in its first block: no line before the damage
+        return 0
     reader = jvm.org.apache.hadoop.util.LineReader(stream)
     text, lines = jvm.org.apache.hadoop.io.Text(), 0
     try:
@@ -281,7 +418,7 @@ class _Arrow:
         dst_fs, dst = self.resolve(target)
         pafs.copy_files(src, dst, source_filesystem=src_fs, destination_filesystem=dst_fs)
 
-    def probe_file(self, uri: str) -> FileProbe:
+    def probe_file(self, spark: SparkSession, uri: str) -> FileProbe:
         import bz2
         import zlib
 
@@ -291,11 +428,19 @@ class _Arrow:
             ".deflate": zlib.decompressobj,
         }
         filesystem, path = self.resolve(uri)
-        make = next((d for ext, d in decompressors.items() if path.endswith(ext)), None)
-        if make is None:
-            with filesystem.open_input_stream(path, compression=None) as stream:
-                head = stream.read(4)
+        extension = codec_extension(path)
+        with filesystem.open_input_file(path) as raw:
+            first = _foreign_or_damaged(
+                uri, extension, lambda at, n: raw.read_at(n, at), raw.size()
+            )
+            head = raw.read_at(4, 0)
+        if first is not None:
+            return first
+        if extension is None:
             return FileProbe(uri, bom_encoding(head))
+        make = decompressors.get(extension)
+        if make is None:
+            return _read_probe(spark, uri)
         lines, head, error = 0, b"", None
         with filesystem.open_input_stream(path, compression=None) as stream:
             decompressor = make()

@@ -18,7 +18,7 @@ from deltalake import DeltaTable
 from lake import connect, fs
 from spark_jobs import ingest
 from spark_jobs.lib.sample.generate import generate
-from tests.faults.test_bad_files import _bad_input
+from tests.faults.test_bad_files import _bad_input, _codec_input
 
 # one worker starts this module's server (`server`) once
 pytestmark = [pytest.mark.spark, pytest.mark.integration, pytest.mark.xdist_group("connect")]
@@ -116,6 +116,7 @@ def test_the_lake_layer_on_a_client_session_matches_a_local_driver(spark, server
     _, url = server
     damaged, folder = tmp_path / "damaged", tmp_path / "files"
     _bad_input(damaged)
+    _codec_input(spark, damaged)
     folder.mkdir()
     done = client(url, "-c", CLIENT, str(tmp_path / "lake"), str(folder), str(damaged))
     assert done.returncode == 0, done.stderr[-3000:]

@@ -67,9 +67,10 @@ def _blank(c: Column) -> Column:
 
 
 def read_lines(spark: SparkSession, path: str) -> tuple[DataFrame, list[fs.FileProbe]]:
-    """Non-blank lines of every readable JSON-lines file under ``path`` (gzip or plain), and
-    the probes of the files left out: a compressed file that does not decompress to its end
-    (truncated, corrupt) or a file whose byte-order mark declares UTF-16/32. The caller
+    """Non-blank lines of every readable JSON-lines file under ``path`` (plain, or compressed
+    with the codec its name picks), and the probes of the files left out (``fs.probe_file``): a
+    compressed file that does not decompress to its end (truncated, corrupt), whose bytes are
+    not the compression its name announces, or whose byte-order mark declares UTF-16/32. The caller
     quarantines those (``file_quarantine``); the other files are read as usual."""
     files = sorted(spark.read.text(path).inputFiles())
     probes = [fs.probe_file(spark, name) for name in files]

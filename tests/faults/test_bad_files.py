@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from pathlib import Path
 
 import pytest
 from deltalake import DeltaTable
@@ -35,6 +36,69 @@ def _bad_input(folder):
     bad = json.dumps(gp_record(number="US-49-A1", family="49", abstract="caf@")).encode()
     mixed.append(bad.replace(b"caf@", b"caf\xe9 \xff"))  # Latin-1 e-acute and a stray 0xff
     (folder / "mixed.jsonl").write_bytes(b"\n".join(mixed))
+
+
+def _codec_input(spark, folder):
+    """Other codecs than gzip, by file name (Hadoop picks the codec by name):
+    good.jsonl.zst (30 records) and hadoop.jsonl.lz4 (20, Hadoop's block format, written by
+    Spark) are readable; left out: truncated.jsonl.bz2 (cut in its first block) and
+    truncated.jsonl.zst, frame.jsonl.lz4 (the lz4 tool's frame format, which Hadoop's codec
+    reads as nothing), gzipped.jsonl (gzip data read as plain text), noise.jsonl.snappy
+    (whose first bytes claim a 1.6 GB block)."""
+    import bz2
+    import shutil
+
+    import pyarrow as pa
+
+    folder.mkdir(exist_ok=True)
+
+    def compressed(name, codec, lines):
+        with pa.CompressedOutputStream(str(folder / name), codec) as out:
+            out.write("\n".join(lines).encode())
+
+    compressed("good.jsonl.zst", "zstd", _lines("5", 30))
+    compressed("truncated.jsonl.zst", "zstd", _lines("6", 400))
+    whole = (folder / "truncated.jsonl.zst").read_bytes()
+    (folder / "truncated.jsonl.zst").write_bytes(whole[: len(whole) // 2])
+    whole = bz2.compress("\n".join(_lines("7", 400)).encode())
+    (folder / "truncated.jsonl.bz2").write_bytes(whole[: len(whole) // 2])
+    compressed("frame.jsonl.lz4", "lz4", _lines("8", 10))
+    (folder / "gzipped.jsonl").write_bytes(gzip.compress("\n".join(_lines("9", 10)).encode()))
+    (folder / "noise.jsonl.snappy").write_bytes(b"\x00garbage-not-snappy" * 10)
+    written = folder.parent / f"{folder.name}-spark-lz4"
+    rows = spark.createDataFrame([(line,) for line in _lines("0", 20)], "value string")
+    rows.coalesce(1).write.mode("overwrite").option("compression", "lz4").text(str(written))
+    shutil.copy(next(written.glob("part-*.lz4")), folder / "hadoop.jsonl.lz4")
+    shutil.rmtree(written)
+
+
+def test_other_codecs_are_read_or_left_out_by_name_never_fatal_or_empty(spark, tmp_path):
+    source, lake = tmp_path / "input", str(tmp_path / "lake")
+    _codec_input(spark, source)
+    metrics = ingest.run(spark, lake, str(source), "google_patents")
+
+    kept = DeltaTable(f"{lake}/bronze/publications").to_pandas()
+    assert sorted(kept.publication_number) == sorted(
+        [f"US-5{i}-A1" for i in range(30)] + [f"US-0{i}-A1" for i in range(20)]
+    )
+    quarantine = DeltaTable(f"{lake}/quarantine").to_pandas()
+    assert set(quarantine.reason) == {"unreadable_file"}
+    errors = {
+        Path(row.source_file).name: json.loads(row.record)["error"]
+        for row in quarantine.itertuples()
+    }
+    assert sorted(errors) == [
+        "frame.jsonl.lz4",
+        "gzipped.jsonl",
+        "noise.jsonl.snappy",
+        "truncated.jsonl.bz2",
+        "truncated.jsonl.zst",
+    ]
+    assert "LZ4 frame-compressed data" in errors["frame.jsonl.lz4"]
+    assert "gzip-compressed data in gzipped.jsonl" in errors["gzipped.jsonl"]
+    assert "not Hadoop's .snappy block format" in errors["noise.jsonl.snappy"]
+    assert "zstd" in errors["truncated.jsonl.zst"].lower()  # zstd-jni's "Truncated source"
+    assert metrics["files_left_out"] == 5 and metrics["records_total"] == 50
 
 
 def test_damaged_and_foreign_files_are_quarantined_and_the_rest_ingested(spark, tmp_path):
