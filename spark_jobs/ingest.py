@@ -33,23 +33,23 @@ def run(
         raise ValueError(f"--format must be one of {FORMATS}, got {fmt!r}")
     ingested_at = datetime.now(UTC)
     with JobRun(spark, lake, "ingest", args or {"input": input_path, "format": fmt}, run_id) as job:
-        canonical_cites, left_out = None, []
+        canonical_cites = None
         if fmt == "google_patents":
             lines, left_out = ingestion.read_lines(spark, input_path)
-            for probe in left_out:
-                job.info(
-                    f"left out {probe.path}: {ingestion.file_reason(probe)} "
-                    f"({probe.error or probe.encoding}; {probe.lines_read} lines before it)"
-                )
-            if left_out and not job.allow_empty and lines.isEmpty():
-                raise EmptyTableError(
-                    f"ingest: no readable file under {input_path}: "
-                    + ", ".join(f"{p.path} ({ingestion.file_reason(p)})" for p in left_out)
-                    + "; nothing was written"
-                )
             records = ingestion.parse_google_patents(lines, max_record_bytes)
         else:
-            records, canonical_cites = ingestion.read_canonical(spark, input_path)
+            records, canonical_cites, left_out = ingestion.read_canonical(spark, input_path)
+        for probe in left_out:
+            job.info(
+                f"left out {probe.path}: {ingestion.file_reason(probe)} "
+                f"({probe.error or probe.encoding}; {probe.lines_read} lines before it)"
+            )
+        if left_out and not job.allow_empty and records.isEmpty():
+            raise EmptyTableError(
+                f"ingest: no readable file under {input_path}: "
+                + ", ".join(f"{p.path} ({ingestion.file_reason(p)})" for p in left_out)
+                + "; nothing was written"
+            )
 
         validated = ingestion.with_validation(records).persist(StorageLevel.MEMORY_AND_DISK)
         checked = ingestion.split_duplicates(validated.where(F.col("reason").isNull()))

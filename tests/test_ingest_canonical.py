@@ -87,3 +87,37 @@ def test_canonical_ingest_types_resolves_and_quarantines(spark, tmp_path):
         "unparseable_json",
     ]
     assert metrics["records_total"] == 4 and metrics["records_kept"] == 2
+
+
+def test_damaged_and_foreign_canonical_files_are_quarantined_not_fatal(spark, tmp_path):
+    import gzip
+
+    from lake import EmptyTableError
+
+    source, lake = tmp_path / "canonical", str(tmp_path / "lake")
+    write_jsonl(source / "patents" / "part-0.jsonl", [patent("EP-1-A1", "10")])
+    rows = "\n".join(
+        json.dumps(patent(f"EP-T{i}-A1", f"T{i}", abstract=f"Cup {i}.")) for i in range(400)
+    )
+    whole = gzip.compress(rows.encode(), mtime=0)
+    (source / "patents" / "part-1.jsonl.gz").write_bytes(whole[: len(whole) // 2])
+    cite = {"citing": "EP-1-A1", "cited": "EP-1-A1", "category": "X", "source": "SEA"}
+    write_jsonl(source / "citations" / "part-0.jsonl", [cite])
+    (source / "citations" / "part-1.jsonl").write_bytes(json.dumps(cite).encode("utf-16"))
+
+    metrics = ingest.run(spark, lake, str(source), "canonical")
+
+    pubs = DeltaTable(f"{lake}/bronze/publications").to_pandas()
+    assert list(pubs.publication_number) == ["EP-1-A1"]
+    quarantine = DeltaTable(f"{lake}/quarantine").to_pandas().sort_values("reason")
+    assert [(r.reason, r.source_file.rsplit("/", 2)[-2:]) for r in quarantine.itertuples()] == [
+        ("unreadable_file", ["patents", "part-1.jsonl.gz"]),
+        ("unsupported_encoding:utf-16-le", ["citations", "part-1.jsonl"]),
+    ]
+    assert 0 < json.loads(quarantine.record.iloc[0])["lines_read"] < 400
+    assert metrics["files_left_out"] == 2 and metrics["records_total"] == 1
+    assert len(DeltaTable(f"{lake}/bronze/citations").to_pandas()) == 1
+
+    (source / "patents" / "part-0.jsonl").unlink()  # only the damaged patents file is left
+    with pytest.raises(EmptyTableError, match=r"no readable file.*part-1\.jsonl\.gz"):
+        ingest.run(spark, str(tmp_path / "lake2"), str(source), "canonical")

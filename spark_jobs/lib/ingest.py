@@ -72,16 +72,20 @@ def read_lines(spark: SparkSession, path: str) -> tuple[DataFrame, list[fs.FileP
     compressed file that does not decompress to its end (truncated, corrupt), whose bytes are
     not the compression its name announces, or whose byte-order mark declares UTF-16/32. The caller
     quarantines those (``file_quarantine``); the other files are read as usual."""
-    files = sorted(spark.read.text(path).inputFiles())
-    probes = [fs.probe_file(spark, name) for name in files]
-    readable = [probe.path for probe in probes if probe.readable]
+    readable, left_out = probe_files(spark, path)
     if readable:
         lines = spark.read.text(readable).select(
             "value", F.col("_metadata.file_path").alias("source_file")
         )
     else:
         lines = spark.createDataFrame([], "value string, source_file string")
-    return lines.where(F.trim("value") != ""), [p for p in probes if not p.readable]
+    return lines.where(F.trim("value") != ""), left_out
+
+
+def probe_files(spark: SparkSession, path: str) -> tuple[list[str], list[fs.FileProbe]]:
+    """The files under ``path`` Spark can read to their end, and the probes of the others."""
+    probes = [fs.probe_file(spark, name) for name in sorted(spark.read.text(path).inputFiles())]
+    return [p.path for p in probes if p.readable], [p for p in probes if not p.readable]
 
 
 def file_reason(probe: fs.FileProbe) -> str:
@@ -169,22 +173,35 @@ def first_mistyped_field(text: Column) -> Column:
     return F.when(text.isNotNull() & values.isNotNull(), bad)
 
 
-def _read_any(spark: SparkSession, path: str, ddl: str) -> DataFrame:
-    """JSON lines or Parquet (by file extension) with the given schema."""
+def _read_any(spark: SparkSession, path: str, ddl: str, left_out: list[fs.FileProbe]) -> DataFrame:
+    """JSON lines or Parquet (by file extension) with the given schema and ``source_file``.
+    JSON files are probed first like the Google Patents export's (``probe_files``); those left
+    out are appended to ``left_out`` for the file quarantine."""
     names = fs.list_names(spark, path) or [path]
     if any(n.endswith(".parquet") for n in names) or path.endswith(".parquet"):
-        return spark.read.schema(ddl).parquet(path)
-    return spark.read.schema(ddl).option("mode", "PERMISSIVE").json(path)
+        frame = spark.read.schema(ddl).parquet(path)
+    else:
+        readable, damaged = probe_files(spark, path)
+        left_out.extend(damaged)
+        if not readable:
+            return spark.createDataFrame([], f"{ddl}, source_file string")
+        frame = spark.read.schema(ddl).option("mode", "PERMISSIVE").json(readable)
+    return frame.withColumn("source_file", F.col("_metadata.file_path"))
 
 
-def read_canonical(spark: SparkSession, path: str) -> tuple[DataFrame, DataFrame]:
-    """Canonical input (``path``/patents, ``path``/citations) in the record shape + citations."""
+def read_canonical(
+    spark: SparkSession, path: str
+) -> tuple[DataFrame, DataFrame, list[fs.FileProbe]]:
+    """Canonical input (``path``/patents, ``path``/citations) in the record shape, the
+    citations, and the probes of the JSON files left out (damaged or foreign, see
+    ``read_lines``)."""
+    left_out: list[fs.FileProbe] = []
     patents = _read_any(
         spark,
         f"{path}/patents",
         canonical_ddl(CANONICAL_PATENT_FIELDS) + f", `{CORRUPT_RECORD}` string",
+        left_out,
     )
-    patents = patents.withColumn("source_file", F.col("_metadata.file_path"))
 
     def localized(column: str) -> Column:
         entry = F.struct(
@@ -244,9 +261,9 @@ def read_canonical(spark: SparkSession, path: str) -> tuple[DataFrame, DataFrame
         spark,
         f"{path}/citations",
         canonical_ddl(CANONICAL_CITATION_FIELDS) + f", `{CORRUPT_RECORD}` string",
+        left_out,
     )
-    citations = citations.withColumn("source_file", F.col("_metadata.file_path"))
-    return records, citations
+    return records, citations, left_out
 
 
 # --- dates and languages ---------------------------------------------------------------
