@@ -26,7 +26,7 @@ from pyspark.sql import functions as F
 from torch.nn import functional
 
 from lake import build_session, table_path, write_table
-from lake.cli import finish
+from lake.cli import finish, run_job
 from trainer.encoder import Encoder
 from trainer.models import resolve
 
@@ -157,4 +157,4 @@ def write_lake(
 
 
 if __name__ == "__main__":
-    finish(main())
+    finish(run_job("encode", main))

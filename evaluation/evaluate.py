@@ -52,7 +52,7 @@ from lake import (
     visible_versions,
     write_rows,
 )
-from lake.cli import finish
+from lake.cli import finish, run_job
 from lake.tables import sql_string
 from retrieval.search import Bm25, DenseIndex, build_bm25_index
 from schemas import defaults
@@ -111,6 +111,13 @@ def select_query_types(queries: list[dict], wanted: list[str]) -> list[dict]:
             f"unknown query type(s) {unknown}; known: {', '.join(defaults.QUERY_TYPES)}"
         )
     held = {q["view"] for q in queries}
+    if not held:
+        raise ValueError(
+            "the evaluation inputs hold no query at all: silver/eval_queries was empty when "
+            "prepare_evaluation ran (split found no patent filed on or after the eval cutoff "
+            "with an X citation resolved in the corpus: see split's eval_queries counter; an "
+            "earlier --eval-cutoff or a corpus with X citations gives queries)"
+        )
     missing = [t for t in wanted if t not in held]
     if missing:
         raise ValueError(
@@ -639,4 +646,4 @@ def headline(aggregated: list[dict], name: str) -> list[str]:
 
 
 if __name__ == "__main__":
-    finish(main())
+    finish(run_job("evaluate", main))

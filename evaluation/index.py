@@ -18,6 +18,7 @@ import numpy as np
 from pyspark.sql import functions as F
 
 from lake import add_lake_arguments, build_session, read_table
+from lake.cli import run_job
 from retrieval.search import INDEX_TYPES, DenseIndex, build_bm25_index
 
 
@@ -81,4 +82,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_job("index", main))

@@ -23,6 +23,7 @@ import pandas as pd
 
 from evaluation.tasks import landscape_gap
 from lake import add_lake_arguments, build_session, read_pandas
+from lake.cli import run_job
 from schemas import defaults
 
 LANG_LABEL = {"zh": "CN", "en": "EN", "ja": "JP"}
@@ -640,4 +641,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_job("report", main))

@@ -21,6 +21,7 @@ import numpy as np
 
 from evaluation.metrics import SECTIONS, metrics_from_ranks
 from lake import add_lake_arguments, build_session, read_pandas, write_rows
+from lake.cli import run_job
 from schemas import defaults
 
 
@@ -199,4 +200,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_job("significance", main))

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from expectations.suites import SUITES, suite_for, tables_queried
 from lake import build_session, table_exists, table_path, visible_versions, write_table
-from lake.cli import finish
+from lake.cli import finish, run_job
 from schemas import TABLES
 from schemas import table as table_spec
 
@@ -210,4 +210,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    finish(main())
+    finish(run_job("dq", main))

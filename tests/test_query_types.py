@@ -89,3 +89,14 @@ def test_every_query_type_is_built_from_the_silver_tables(spark):
     assert got["CODES"] == "H01M10/05 A47G19/00 A47G19/2205"  # IPC first, each once
     assert got["SUMMARY"] == sumbasic("A cup holds tea.\n" + got["DESC"], "en")
     assert {"ABS", "CLAIM", "DESC", "TAC"} <= set(got)
+
+
+def test_the_evaluator_names_an_empty_query_set_and_a_missing_type():
+    from evaluation.evaluate import select_query_types
+
+    with pytest.raises(ValueError, match=r"no query at all: silver/eval_queries was empty"):
+        select_query_types([], ["ABS"])
+    queries = [{"view": "ABS", "id": 1}, {"view": "TAC", "id": 2}]
+    with pytest.raises(ValueError, match=r"no query of type\(s\) \['TITLE'\] \(they hold \['ABS'"):
+        select_query_types(queries, ["ABS", "TITLE"])
+    assert select_query_types(queries, ["TAC"]) == [{"view": "TAC", "id": 2}]

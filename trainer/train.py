@@ -25,7 +25,7 @@ import torch
 from transformers import set_seed
 from transformers.trainer_utils import get_last_checkpoint
 
-from lake.cli import finish
+from lake.cli import finish, run_job
 from schemas import defaults
 from trainer.arguments import parse
 from trainer.data import BatchStream, read_manifest, validation_examples
@@ -183,4 +183,4 @@ def _model_id(args, manifest: dict) -> str:
 
 
 if __name__ == "__main__":
-    finish(main())
+    finish(run_job("train", main))
