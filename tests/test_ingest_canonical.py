@@ -121,3 +121,34 @@ def test_damaged_and_foreign_canonical_files_are_quarantined_not_fatal(spark, tm
     (source / "patents" / "part-0.jsonl").unlink()  # only the damaged patents file is left
     with pytest.raises(EmptyTableError, match=r"no readable file.*part-1\.jsonl\.gz"):
         ingest.run(spark, str(tmp_path / "lake2"), str(source), "canonical")
+
+
+def test_a_damaged_or_mistyped_parquet_file_is_quarantined_the_others_ingested(spark, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    source, lake = tmp_path / "canonical", str(tmp_path / "lake")
+    (source / "patents").mkdir(parents=True)
+    rows = [patent(f"EP-{i}-A1", f"F{i}") for i in range(5)]
+    pq.write_table(pa.Table.from_pylist(rows), source / "patents" / "part-0.parquet")
+    more = pa.Table.from_pylist([patent(f"EP-T{i}-A1", f"T{i}") for i in range(50)])
+    pq.write_table(more, source / "patents" / "part-1.parquet")
+    whole = (source / "patents" / "part-1.parquet").read_bytes()
+    (source / "patents" / "part-1.parquet").write_bytes(whole[: len(whole) // 2])  # no footer
+    mistyped = pa.Table.from_pylist([{**patent("EP-M-A1", "M"), "ipc": 7}])
+    pq.write_table(mistyped, source / "patents" / "part-2.parquet")  # ipc an integer
+    cite = {"citing": "EP-1-A1", "cited": "EP-2-A1", "category": "X", "source": "SEA"}
+    write_jsonl(source / "citations" / "part-0.jsonl", [cite])
+
+    metrics = ingest.run(spark, lake, str(source), "canonical")
+
+    pubs = DeltaTable(f"{lake}/bronze/publications").to_pandas()
+    assert sorted(pubs.publication_number) == [f"EP-{i}-A1" for i in range(5)]
+    quarantine = DeltaTable(f"{lake}/quarantine").to_pandas().sort_values("source_file")
+    assert list(quarantine.reason) == ["unreadable_file", "unreadable_file"]
+    assert [f.rsplit("/", 1)[-1] for f in quarantine.source_file] == [
+        "part-1.parquet",
+        "part-2.parquet",
+    ]
+    assert all(json.loads(r)["error"] for r in quarantine.record)
+    assert metrics["files_left_out"] == 2 and metrics["records_kept"] == 5

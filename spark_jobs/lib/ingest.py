@@ -12,6 +12,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from lake import fs
+from lake.cli import one_line
 from schemas.inputs import (
     CANONICAL_CITATION_FIELDS,
     CANONICAL_PATENT_FIELDS,
@@ -85,6 +86,24 @@ def read_lines(spark: SparkSession, path: str) -> tuple[DataFrame, list[fs.FileP
 def probe_files(spark: SparkSession, path: str) -> tuple[list[str], list[fs.FileProbe]]:
     """The files under ``path`` Spark can read to their end, and the probes of the others."""
     probes = [fs.probe_file(spark, name) for name in sorted(spark.read.text(path).inputFiles())]
+    return [p.path for p in probes if p.readable], [p for p in probes if not p.readable]
+
+
+def probe_parquet_files(
+    spark: SparkSession, path: str, ddl: str
+) -> tuple[list[str], list[fs.FileProbe]]:
+    """The Parquet files under ``path`` that read whole with schema ``ddl``, and the probes of
+    the others (a truncated file, a corrupt page, a column of another type): each file is read
+    once in full (a ``noop`` write) before the job reads them together."""
+
+    def probe(name: str) -> fs.FileProbe:
+        try:
+            spark.read.schema(ddl).parquet(name).write.format("noop").mode("overwrite").save()
+        except Exception as exc:  # the read's failure is the file's
+            return fs.FileProbe(name, error=one_line(exc))
+        return fs.FileProbe(name)
+
+    probes = [probe(name) for name in sorted(spark.read.schema(ddl).parquet(path).inputFiles())]
     return [p.path for p in probes if p.readable], [p for p in probes if not p.readable]
 
 
@@ -175,17 +194,21 @@ def first_mistyped_field(text: Column) -> Column:
 
 def _read_any(spark: SparkSession, path: str, ddl: str, left_out: list[fs.FileProbe]) -> DataFrame:
     """JSON lines or Parquet (by file extension) with the given schema and ``source_file``.
-    JSON files are probed first like the Google Patents export's (``probe_files``); those left
-    out are appended to ``left_out`` for the file quarantine."""
+    Every file is probed first (``probe_files`` as for the Google Patents export,
+    ``probe_parquet_files``); those left out are appended to ``left_out`` for the file
+    quarantine."""
     names = fs.list_names(spark, path) or [path]
-    if any(n.endswith(".parquet") for n in names) or path.endswith(".parquet"):
-        frame = spark.read.schema(ddl).parquet(path)
-    else:
-        readable, damaged = probe_files(spark, path)
-        left_out.extend(damaged)
-        if not readable:
-            return spark.createDataFrame([], f"{ddl}, source_file string")
-        frame = spark.read.schema(ddl).option("mode", "PERMISSIVE").json(readable)
+    parquet = any(n.endswith(".parquet") for n in names) or path.endswith(".parquet")
+    readable, damaged = (
+        probe_parquet_files(spark, path, ddl) if parquet else probe_files(spark, path)
+    )
+    left_out.extend(damaged)
+    if not readable:
+        return spark.createDataFrame([], f"{ddl}, source_file string")
+    reader = spark.read.schema(ddl)
+    frame = (
+        reader.parquet(*readable) if parquet else reader.option("mode", "PERMISSIVE").json(readable)
+    )
     return frame.withColumn("source_file", F.col("_metadata.file_path"))
 
 
