@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
@@ -184,11 +185,12 @@ def block_framing_error(read_at, size: int, extension: str) -> str | None:
     return None
 
 
-def _read_probe(spark: SparkSession, path: str) -> FileProbe:
-    """Decompress a file the probe has no codec of its own for by reading it with Spark (one
-    job); a failure is the file's, reported like a damaged stream (lines before it unknown)."""
+def probe_by_reading(path: str, read: Callable[[], object]) -> FileProbe:
+    """A file checked by reading it whole with Spark (``read()``, one job): for codecs the
+    probe has no decoder of its own for, and for Parquet inputs. A failure is the file's,
+    reported like a damaged stream (the lines before it unknown)."""
     try:
-        spark.read.text(path).count()
+        read()
     except Exception as exc:  # pyspark's or Spark Connect's wrapper of the read's failure
         return FileProbe(path, error=one_line(exc))
     return FileProbe(path)
@@ -223,19 +225,21 @@ def probe_file(spark: SparkSession, path: str) -> FileProbe:
             raw.seek(offset)
             return bytes(raw.readNBytes(n))
 
-        size = fs.getFileStatus(hpath).getLen()
-        first = _foreign_or_damaged(path, extension, read_at, size)
+        head = read_at(0, 10)
+        first = _foreign_or_damaged(
+            path, extension, head, read_at, fs.getFileStatus(hpath).getLen()
+        )
     finally:
         _close_quietly(raw)
     if first is not None:
         return first
-    if extension is not None and extension not in STREAMED:
-        return _read_probe(spark, path)
+    if codec is None:  # plain text: its first bytes are the text's
+        return FileProbe(path, bom_encoding(head))
+    if extension not in STREAMED:
+        return probe_by_reading(path, lambda: spark.read.text(path).count())
 
     def open_stream():
         stream = fs.open(hpath)
-        if codec is None:
-            return stream
         try:
             return codec.createInputStream(stream)  # bzip2 reads its first block here
         except Exception:
@@ -247,7 +251,7 @@ def probe_file(spark: SparkSession, path: str) -> FileProbe:
         stream = open_stream()
         head = bytes(stream.readNBytes(4))
         encoding = bom_encoding(head)
-        if encoding is not None or codec is None:
+        if encoding is not None:
             return FileProbe(path, encoding)
         jvm.org.apache.commons.io.IOUtils.consume(stream)
         return FileProbe(path)
@@ -259,9 +263,12 @@ def probe_file(spark: SparkSession, path: str) -> FileProbe:
     return FileProbe(path, error=error, lines_read=_lines_before_error(jvm, open_stream))
 
 
-def _foreign_or_damaged(path: str, extension: str | None, read_at, size: int) -> FileProbe | None:
-    """The probe of a file its first bytes or block headers already rule out, else None."""
-    error = compression_mismatch(path, extension, read_at(0, 10))
+def _foreign_or_damaged(
+    path: str, extension: str | None, head: bytes, read_at, size: int
+) -> FileProbe | None:
+    """The probe of a file its first bytes (``head``) or block headers already rule out, else
+    None."""
+    error = compression_mismatch(path, extension, head)
     if error is None and extension in BLOCK_FORMATS:
         error = block_framing_error(read_at, size, extension)
     return None if error is None else FileProbe(path, error=error)
@@ -430,17 +437,17 @@ class _Arrow:
         filesystem, path = self.resolve(uri)
         extension = codec_extension(path)
         with filesystem.open_input_file(path) as raw:
+            head = raw.read_at(10, 0)
             first = _foreign_or_damaged(
-                uri, extension, lambda at, n: raw.read_at(n, at), raw.size()
+                uri, extension, head, lambda at, n: raw.read_at(n, at), raw.size()
             )
-            head = raw.read_at(4, 0)
         if first is not None:
             return first
-        if extension is None:
+        if extension is None:  # plain text: its first bytes are the text's
             return FileProbe(uri, bom_encoding(head))
         make = decompressors.get(extension)
         if make is None:
-            return _read_probe(spark, uri)
+            return probe_by_reading(uri, lambda: spark.read.text(uri).count())
         lines, head, error = 0, b"", None
         with filesystem.open_input_stream(path, compression=None) as stream:
             decompressor = make()

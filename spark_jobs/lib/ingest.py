@@ -12,7 +12,6 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from lake import fs
-from lake.cli import one_line
 from schemas.inputs import (
     CANONICAL_CITATION_FIELDS,
     CANONICAL_PATENT_FIELDS,
@@ -85,7 +84,13 @@ def read_lines(spark: SparkSession, path: str) -> tuple[DataFrame, list[fs.FileP
 
 def probe_files(spark: SparkSession, path: str) -> tuple[list[str], list[fs.FileProbe]]:
     """The files under ``path`` Spark can read to their end, and the probes of the others."""
-    probes = [fs.probe_file(spark, name) for name in sorted(spark.read.text(path).inputFiles())]
+    return _readable_and_left_out(
+        fs.probe_file(spark, name) for name in sorted(spark.read.text(path).inputFiles())
+    )
+
+
+def _readable_and_left_out(probes) -> tuple[list[str], list[fs.FileProbe]]:
+    probes = list(probes)
     return [p.path for p in probes if p.readable], [p for p in probes if not p.readable]
 
 
@@ -96,15 +101,13 @@ def probe_parquet_files(
     the others (a truncated file, a corrupt page, a column of another type): each file is read
     once in full (a ``noop`` write) before the job reads them together."""
 
-    def probe(name: str) -> fs.FileProbe:
-        try:
-            spark.read.schema(ddl).parquet(name).write.format("noop").mode("overwrite").save()
-        except Exception as exc:  # the read's failure is the file's
-            return fs.FileProbe(name, error=one_line(exc))
-        return fs.FileProbe(name)
+    def read_whole(name: str) -> None:
+        spark.read.schema(ddl).parquet(name).write.format("noop").mode("overwrite").save()
 
-    probes = [probe(name) for name in sorted(spark.read.schema(ddl).parquet(path).inputFiles())]
-    return [p.path for p in probes if p.readable], [p for p in probes if not p.readable]
+    return _readable_and_left_out(
+        fs.probe_by_reading(name, lambda name=name: read_whole(name))
+        for name in sorted(spark.read.schema(ddl).parquet(path).inputFiles())
+    )
 
 
 def file_reason(probe: fs.FileProbe) -> str:
