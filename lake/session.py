@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
+from datetime import date
 
 from pyspark import SparkConf
 from pyspark.sql import SparkSession
@@ -140,6 +142,23 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
     return value
+
+
+def iso_date(text: str) -> date:
+    """argparse type: a calendar date written YYYY-MM-DD (the error names the value).
+
+    >>> iso_date("2025-01-01")
+    datetime.date(2025, 1, 1)
+    >>> iso_date("2025-13-01")
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: expected a date YYYY-MM-DD, got '2025-13-01'
+    """
+    try:
+        if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text.strip()):
+            return date.fromisoformat(text.strip())
+    except ValueError:
+        pass
+    raise argparse.ArgumentTypeError(f"expected a date YYYY-MM-DD, got {text!r}")
 
 
 def landscape(text: str) -> tuple[str, ...]:

@@ -16,7 +16,14 @@ from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from lake import JobRun, add_landscape_argument, build_session, job_arguments, positive_int
+from lake import (
+    JobRun,
+    add_landscape_argument,
+    build_session,
+    iso_date,
+    job_arguments,
+    positive_int,
+)
 from lake.cli import run_job
 from schemas import defaults
 from spark_jobs.lib import pairs as pair_rules
@@ -226,6 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--eval-cutoff",
         default=None,
+        type=iso_date,
         help="citation pairs only between patents published before this date "
         "(default: the cutoff of the split run that excluded the test families)",
     )
@@ -245,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
         args.landscape,
         args.match_volume_of,
         args.taxonomy_cap,
-        args.eval_cutoff,
+        args.eval_cutoff and args.eval_cutoff.isoformat(),
     )
     return 0
 

@@ -11,7 +11,7 @@ import dataclasses
 import json
 import sys
 
-from lake import build_session
+from lake import build_session, positive_int
 from lake.cli import run_job
 from spark_jobs.lib.sample.generate import generate
 from spark_jobs.lib.sample.plan import DIFFICULTY_PRESETS, Difficulty
@@ -43,7 +43,7 @@ _KNOBS = {
 def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, Difficulty]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, help="output folder (any Spark URI)")
-    parser.add_argument("--patents", type=int, default=2000, help="publications to write")
+    parser.add_argument("--patents", type=positive_int, default=2000, help="publications to write")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument(
         "--bad-share",
@@ -51,7 +51,9 @@ def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, Diffi
         default=0.02,
         help="share of records corrupted like real exports go wrong",
     )
-    parser.add_argument("--partitions", type=int, default=None, help="output files")
+    parser.add_argument(
+        "--partitions", type=positive_int, default=None, help="output files (default: by size)"
+    )
     parser.add_argument("--master", default=None)
     parser.add_argument(
         "--difficulty",

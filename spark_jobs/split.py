@@ -11,7 +11,7 @@ from datetime import date
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from lake import JobRun, build_session, job_arguments
+from lake import JobRun, build_session, iso_date, job_arguments
 from lake.cli import run_job
 from schemas import defaults
 from spark_jobs.lib import split as splitting
@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--eval-cutoff",
         default=defaults.EVAL_CUTOFF,
-        type=date.fromisoformat,
+        type=iso_date,
         help="queries are patents filed on/after this date (YYYY-MM-DD)",
     )
     args = parser.parse_args(argv)

@@ -138,3 +138,27 @@ def test_finish_keeps_the_exit_status_atexit_handlers_and_buffered_output(tmp_pa
     assert done.returncode == 3, done.stderr
     assert done.stdout == "unflushed"
     assert (tmp_path / "atexit").read_text() == "ran"
+
+
+@pytest.mark.parametrize(
+    "module, argv, message",
+    [
+        ("split", ["--eval-cutoff", "2025-02-30"], "expected a date YYYY-MM-DD, got '2025-02-30'"),
+        ("build_pairs", ["--eval-cutoff", "soon"], "expected a date YYYY-MM-DD, got 'soon'"),
+        ("build_pairs", ["--max-pairs", "0"], "--max-pairs: must be >= 1, got 0"),
+        ("generate_sample", ["--patents", "-1"], "--patents: must be >= 1, got -1"),
+        ("generate_sample", ["--partitions", "0"], "--partitions: must be >= 1, got 0"),
+    ],
+)
+def test_job_flags_refuse_bad_values_by_name_before_spark_starts(module, argv, message, capsys):
+    """A bad date or count is a usage error (exit 2) naming the flag and the value; before,
+    `build_pairs --eval-cutoff soon` started Spark and failed in a query, and
+    `generate_sample --partitions -2` failed inside the job."""
+    import importlib
+
+    main = importlib.import_module(f"spark_jobs.{module}").main
+    out = "--out" if module == "generate_sample" else "--lake"
+    with pytest.raises(SystemExit) as exit_:
+        main([out, "/nonexistent/xembed", *argv])
+    assert exit_.value.code == 2
+    assert message in capsys.readouterr().err
