@@ -49,6 +49,7 @@ from lake import (
     build_session,
     fs,
     join,
+    positive_int,
     visible_versions,
     write_rows,
 )
@@ -104,12 +105,8 @@ def read_inputs(spark, lake: str, inputs: str, cache: Path) -> tuple[Path, dict,
 
 
 def select_query_types(queries: list[dict], wanted: list[str]) -> list[dict]:
-    """The queries of the ``wanted`` types; fails naming a type the inputs do not hold."""
-    unknown = sorted(set(wanted) - set(defaults.QUERY_TYPES))
-    if unknown:
-        raise ValueError(
-            f"unknown query type(s) {unknown}; known: {', '.join(defaults.QUERY_TYPES)}"
-        )
+    """The queries of the ``wanted`` types (``parse_query_types``' list); fails naming a
+    type the inputs do not hold."""
     held = {q["view"] for q in queries}
     if not held:
         raise ValueError(
@@ -128,10 +125,73 @@ def select_query_types(queries: list[dict], wanted: list[str]) -> list[dict]:
 
 
 def parse_query_types(text: str) -> list[str]:
-    """``all`` or a comma-separated list of query types, upper-cased, in the given order."""
+    """``all`` or a comma-separated list of query types, upper-cased, in the given order.
+
+    >>> parse_query_types("tac, abs,TAC")
+    ['TAC', 'ABS']
+    >>> parse_query_types("ABS,FOO")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ValueError: --query-types: unknown ['FOO']; known: ABS, CLAIM, DESC, TAC, TITLE, ...
+    """
     if text.strip().lower() == "all":
         return list(defaults.QUERY_TYPES)
-    return list(dict.fromkeys(t.strip().upper() for t in text.split(",") if t.strip()))
+    wanted = list(dict.fromkeys(t.strip().upper() for t in text.split(",") if t.strip()))
+    unknown = [t for t in wanted if t not in defaults.QUERY_TYPES]
+    if unknown or not wanted:
+        raise ValueError(
+            f"--query-types: unknown {unknown}; known: {', '.join(defaults.QUERY_TYPES)}"
+        )
+    return wanted
+
+
+def parse_cutoffs(text: str) -> list[int]:
+    """The metric cutoffs of ``--cutoffs``: integers >= 1, sorted, each once.
+
+    >>> parse_cutoffs("100, 10,10")
+    [10, 100]
+    >>> parse_cutoffs("0,abc")
+    Traceback (most recent call last):
+    ValueError: --cutoffs: expected integers >= 1, got '0,abc'
+    """
+    try:
+        cutoffs = sorted({int(k) for k in text.split(",") if k.strip()})
+    except ValueError:
+        cutoffs = []
+    if not cutoffs or cutoffs[0] < 1:
+        raise ValueError(f"--cutoffs: expected integers >= 1, got {text!r}")
+    return cutoffs
+
+
+def parse_dims(text: str) -> list[int | None]:
+    """The dense dims of ``--dims``: integers >= 1 or ``full`` (None: the model's dim).
+
+    >>> parse_dims("64,full")
+    [64, None]
+    >>> parse_dims("-5")
+    Traceback (most recent call last):
+    ValueError: --dims: expected integers >= 1 or 'full', got '-5'
+    """
+    try:
+        dims = [None if d.strip() == "full" else int(d) for d in text.split(",") if d.strip()]
+    except ValueError:
+        dims = []
+    if not dims or any(d is not None and d < 1 for d in dims):
+        raise ValueError(f"--dims: expected integers >= 1 or 'full', got {text!r}")
+    return list(dict.fromkeys(dims))
+
+
+def flag_check(parse):
+    """argparse type that checks a flag's text with ``parse`` (a ValueError names the flag)
+    and keeps the text: the run's recorded arguments stay what the user wrote."""
+
+    def check(text: str) -> str:
+        try:
+            parse(text)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error).split(": ", 1)[-1]) from None
+        return text
+
+    return check
 
 
 def search_dense(
@@ -163,6 +223,14 @@ def search_dense(
     qvec = encoder.encode_query(
         [q["text"] for q in queries], [q["lang"] for q in queries], batch_size
     )
+    too_wide = [d for d in dims if d and d > docs.shape[1]]
+    if too_wide:
+        # a prefix wider than the vector is the whole vector: its rows would carry the
+        # wrong dim
+        raise ValueError(
+            f"--dims {too_wide}: the model's embeddings have {docs.shape[1]} dims "
+            "(pass smaller dims or 'full')"
+        )
     out = {}
     for dim in dims:
         d = dim or docs.shape[1]
@@ -405,17 +473,27 @@ def main(argv: list[str] | None = None) -> int:
         help="row label in the tables (e.g. xembed, sft, bm25), one per --model",
     )
     parser.add_argument(
-        "--dims", default=defaults.EVAL_DIMS, help="dense dims to evaluate; 'full' = model dim"
+        "--dims",
+        type=flag_check(parse_dims),
+        default=defaults.EVAL_DIMS,
+        help="dense dims to evaluate; 'full' = model dim",
     )
-    parser.add_argument("--cutoffs", default=",".join(map(str, defaults.METRIC_CUTOFFS)))
+    parser.add_argument(
+        "--cutoffs",
+        type=flag_check(parse_cutoffs),
+        default=",".join(map(str, defaults.METRIC_CUTOFFS)),
+        help="metric cutoffs k (hit@k, recall@k)",
+    )
     parser.add_argument(
         "--query-types",
+        type=flag_check(parse_query_types),
         default=",".join(defaults.QUERY_VIEWS),
         help=f"comma-separated, or 'all' ({', '.join(defaults.QUERY_TYPES)}); "
         "default: the paper's four views",
     )
     parser.add_argument(
         "--tasks",
+        type=flag_check(parse_tasks),
         default=",".join(defaults.EVAL_TASKS),
         help=f"comma-separated subset of {', '.join(defaults.EVAL_TASKS)}",
     )
@@ -433,9 +511,9 @@ def main(argv: list[str] | None = None) -> int:
         help="run id; with several models a template holding {name} (e.g. '{name}-ci'); "
         "default <name>-<UTC time>",
     )
-    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--batch-size", type=positive_int, default=32)
     parser.add_argument(
-        "--max-length", type=int, default=None, help="override the model's max tokens"
+        "--max-length", type=positive_int, default=None, help="override the model's max tokens"
     )
     parser.add_argument(
         "--cache",
@@ -489,8 +567,8 @@ def evaluate_model(
             shared[key] = compute()
         return shared[key]
 
-    cutoffs = sorted({int(k) for k in args.cutoffs.split(",")})
-    dims = [None if d == "full" else int(d) for d in args.dims.split(",")]
+    cutoffs = parse_cutoffs(args.cutoffs)
+    dims = parse_dims(args.dims)
     wanted = parse_tasks(args.tasks)
     landscape = frozenset(args.landscape)
     query_types = parse_query_types(args.query_types)

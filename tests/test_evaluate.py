@@ -292,3 +292,48 @@ def test_evaluation_refuses_missing_or_stale_inputs(spark, pipeline, tmp_path):
         StaleInputsError, match=f"silver/views v{current + 7} \\(lake: v{current}\\)"
     ):
         read_inputs(spark, lake, str(tmp_path), tmp_path / "cache")
+
+
+@pytest.mark.parametrize(
+    "flag, value, message",
+    [
+        ("--cutoffs", "0,abc", "expected integers >= 1, got '0,abc'"),
+        ("--dims", "-5", "expected integers >= 1 or 'full', got '-5'"),
+        ("--query-types", "ABS,FOO", "unknown ['FOO']; known: ABS, CLAIM"),
+        ("--tasks", "nope", "unknown ['nope']; choose from retrieval"),
+        ("--batch-size", "0", "must be >= 1, got 0"),
+    ],
+)
+def test_bad_evaluation_flags_are_usage_errors_before_spark_starts(flag, value, message, capsys):
+    """Before, these started Spark and failed later (`--cutoffs 0,abc`: "invalid literal
+    for int()"), or not at all (`--dims -5` scored all but the last five dims)."""
+    argv = ["--lake", "/nonexistent", "--inputs", "/nonexistent", "--model", "bm25"]
+    with pytest.raises(SystemExit) as exit_:
+        evaluate.main([*argv, "--name", "x", flag, value])
+    assert exit_.value.code == 2
+    assert f"argument {flag}: {message}" in capsys.readouterr().err
+
+
+def test_a_dim_wider_than_the_model_is_refused_not_labelled_as_that_dim(tmp_path):
+    """A prefix wider than the vector is the whole vector: `--dims 512` on a 384-dim model
+    scored the full vectors and labelled the rows 512."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    import torch
+
+    class EightDims:  # only the vector width matters to the check
+        def encode_passage(self, texts, batch_size):
+            return torch.ones(len(texts), 8)
+
+        def encode_query(self, texts, langs, batch_size):
+            return torch.ones(len(texts), 8)
+
+    (tmp_path / "collection").mkdir()
+    pq.write_table(
+        pa.table({"id": ["D1", "D2"], "text": ["a", "b"]}), tmp_path / "collection" / "p.parquet"
+    )
+    queries = [{"text": "q", "lang": "en"}]
+    found = evaluate.search_dense(EightDims(), tmp_path / "collection", queries, [4, None], 2, 1)
+    assert sorted(found) == [4, 8]
+    with pytest.raises(ValueError, match=r"--dims \[16\]: the model's embeddings have 8 dims"):
+        evaluate.search_dense(EightDims(), tmp_path / "collection", queries, [4, 16], 2, 1)
