@@ -162,24 +162,6 @@ def parse_cutoffs(text: str) -> list[int]:
     return cutoffs
 
 
-def parse_dims(text: str) -> list[int | None]:
-    """The dense dims of ``--dims``: integers >= 1 or ``full`` (None: the model's dim).
-
-    >>> parse_dims("64,full")
-    [64, None]
-    >>> parse_dims("-5")
-    Traceback (most recent call last):
-    ValueError: --dims: expected integers >= 1 or 'full', got '-5'
-    """
-    try:
-        dims = [None if d.strip() == "full" else int(d) for d in text.split(",") if d.strip()]
-    except ValueError:
-        dims = []
-    if not dims or any(d is not None and d < 1 for d in dims):
-        raise ValueError(f"--dims: expected integers >= 1 or 'full', got {text!r}")
-    return list(dict.fromkeys(dims))
-
-
 def flag_check(parse):
     """argparse type that checks a flag's text with ``parse`` (a ValueError names the flag)
     and keeps the text: the run's recorded arguments stay what the user wrote."""
@@ -474,7 +456,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--dims",
-        type=flag_check(parse_dims),
+        type=flag_check(defaults.parse_dims),
         default=defaults.EVAL_DIMS,
         help="dense dims to evaluate; 'full' = model dim",
     )
@@ -568,7 +550,7 @@ def evaluate_model(
         return shared[key]
 
     cutoffs = parse_cutoffs(args.cutoffs)
-    dims = parse_dims(args.dims)
+    dims = defaults.parse_dims(args.dims)
     wanted = parse_tasks(args.tasks)
     landscape = frozenset(args.landscape)
     query_types = parse_query_types(args.query_types)

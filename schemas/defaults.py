@@ -59,3 +59,22 @@ def base_recipe(name: str) -> str:
 def matched_name(recipe: str, other: str) -> str:
     """The name of ``recipe``'s pair set sampled to ``other``'s volume."""
     return f"{recipe}{MATCHED}{other}"
+
+
+def parse_dims(text: str) -> list[int | None]:
+    """Embedding dims written like ``EVAL_DIMS`` (``--dims``, ``--matryoshka_dims``), in
+    order: integers >= 1 or ``full`` (None: the model's dim).
+
+    >>> parse_dims("64,full")
+    [64, None]
+    >>> parse_dims("-5")
+    Traceback (most recent call last):
+    ValueError: dims: expected integers >= 1 or 'full', got '-5'
+    """
+    try:
+        dims = [None if d.strip() == "full" else int(d) for d in text.split(",") if d.strip()]
+    except ValueError:
+        dims = []
+    if not dims or any(d is not None and d < 1 for d in dims):
+        raise ValueError(f"dims: expected integers >= 1 or 'full', got {text!r}")
+    return dims

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-PACKAGES = ("lake", "spark_jobs", "retrieval", "trainer", "evaluation", "expectations")
+PACKAGES = ("lake", "spark_jobs", "retrieval", "trainer", "evaluation", "expectations", "schemas")
 
 
 def _modules_with_examples() -> list[str]:

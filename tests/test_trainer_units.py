@@ -164,3 +164,23 @@ def test_the_trainer_refuses_a_recipe_its_shards_do_not_hold(tmp_path):
                 "true",
             ]
         )
+
+
+@pytest.mark.parametrize(
+    "dims, weights, message",
+    [
+        ("-5", "1", r"expected integers >= 1 or 'full', got '-5'"),
+        ("64,full", "1", r"one weight >= 0 per --matryoshka_dims value \('64,full'\)"),
+        ("64,full", "1,-1", r"one weight >= 0 per --matryoshka_dims value"),
+    ],
+)
+def test_matryoshka_dims_and_weights_are_checked_when_parsed(dims, weights, message, tmp_path):
+    """Before, `--matryoshka_dims -5` trained on all but the last five dims, and a weight
+    count that did not match failed only once the model had loaded."""
+    from trainer.arguments import parse
+
+    argv = ["--model_name_or_path", "m", "--train_data", "d", "--output_dir", str(tmp_path)]
+    with pytest.raises(ValueError, match=message):
+        parse([*argv, "--matryoshka_dims", dims, "--matryoshka_weights", weights])
+    _, _, args = parse(argv)
+    assert args.dims() == [64, None] and args.weights() == [0.6, 0.4]

@@ -147,10 +147,20 @@ class XembedTrainingArguments(TrainingArguments):
                 f"--init_model only applies to --stage stage2 (got --stage {self.stage})"
             )
 
-    def dims(self) -> list:
-        return [None if d.strip() == "full" else int(d) for d in self.matryoshka_dims.split(",")]
+        try:
+            dims, weights = self.dims(), self.weights()
+        except ValueError as error:
+            raise ValueError(f"--matryoshka_dims / --matryoshka_weights: {error}") from None
+        if len(dims) != len(weights) or any(w < 0 for w in weights):
+            raise ValueError(
+                f"--matryoshka_weights {self.matryoshka_weights!r}: one weight >= 0 per "
+                f"--matryoshka_dims value ({self.matryoshka_dims!r})"
+            )
 
-    def weights(self) -> list:
+    def dims(self) -> list[int | None]:
+        return defaults.parse_dims(self.matryoshka_dims)
+
+    def weights(self) -> list[float]:
         return [float(w) for w in self.matryoshka_weights.split(",")]
 
 
