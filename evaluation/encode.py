@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 from pyspark.sql import functions as F
 from torch.nn import functional
 
-from lake import build_session, table_path, write_table
+from lake import build_session, positive_int, table_path, write_table
 from lake.cli import finish, run_job
 from trainer.encoder import Encoder
 from trainer.models import resolve
@@ -84,10 +84,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--text-column", default="text")
     parser.add_argument("--lang-column", default=None)
     parser.add_argument("--query", action="store_true", help="encode as queries (with instruction)")
-    parser.add_argument("--dims", type=int, default=None, help="keep the first N dims (Matryoshka)")
-    parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument(
-        "--max-length", type=int, default=None, help="override the model's max tokens"
+        "--dims", type=positive_int, default=None, help="keep the first N dims (Matryoshka)"
+    )
+    parser.add_argument("--batch-size", type=positive_int, default=32)
+    parser.add_argument(
+        "--max-length", type=positive_int, default=None, help="override the model's max tokens"
     )
     args = parser.parse_args(argv)
     if args.retrieval:

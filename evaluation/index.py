@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 from pyspark.sql import functions as F
 
-from lake import add_lake_arguments, build_session, read_table
+from lake import add_lake_arguments, build_session, positive_int, read_table
 from lake.cli import run_job
 from retrieval.search import INDEX_TYPES, DenseIndex, build_bm25_index
 
@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         "--collections", required=True, help="folder with one JsonCollection folder per language"
     )
     bm25.add_argument("--out", required=True)
-    bm25.add_argument("--threads", type=int, default=2)
+    bm25.add_argument("--threads", type=positive_int, default=2)
     dense = sub.add_parser("faiss", help="FAISS index over the encoder's TAC embeddings")
     add_lake_arguments(dense, required=True)
     dense.add_argument(

@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 import numpy as np
 
 from evaluation.metrics import SECTIONS, metrics_from_ranks
-from lake import add_lake_arguments, build_session, read_pandas, write_rows
+from lake import add_lake_arguments, build_session, positive_int, read_pandas, write_rows
 from lake.cli import run_job
 from schemas import defaults
 
@@ -144,11 +144,11 @@ def main(argv: list[str] | None = None) -> int:
         help="hit, recall, mrr or ndcg, or a comma-separated list (e.g. ndcg,hit); nDCG is "
         "tested at 10, MRR uncut, the others at --k",
     )
-    parser.add_argument("--k", type=int, default=100)
+    parser.add_argument("--k", type=positive_int, default=100)
     parser.add_argument(
         "--dim", type=int, default=64, help="dimension of dense runs (BM25 runs use 0)"
     )
-    parser.add_argument("--permutations", type=int, default=10_000)
+    parser.add_argument("--permutations", type=positive_int, default=10_000)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     pairs = parse_pairs(args, parser)

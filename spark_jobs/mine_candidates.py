@@ -140,11 +140,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--bm25-chars",
-        type=int,
+        type=positive_int,
         default=defaults.BM25_QUERY_CHARS,
         help="characters of the query text BM25 uses",
     )
-    parser.add_argument("--partitions", type=int, default=None)
+    parser.add_argument(
+        "--partitions",
+        type=positive_int,
+        default=None,
+        help="Spark partitions of the query views (default: Spark's parallelism, at least 2)",
+    )
     args = parser.parse_args(argv)
     spark = build_session("xembed-mine-candidates", args.master)
     run(

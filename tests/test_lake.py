@@ -143,21 +143,33 @@ def test_finish_keeps_the_exit_status_atexit_handlers_and_buffered_output(tmp_pa
 @pytest.mark.parametrize(
     "module, argv, message",
     [
-        ("split", ["--eval-cutoff", "2025-02-30"], "expected a date YYYY-MM-DD, got '2025-02-30'"),
-        ("build_pairs", ["--eval-cutoff", "soon"], "expected a date YYYY-MM-DD, got 'soon'"),
-        ("build_pairs", ["--max-pairs", "0"], "--max-pairs: must be >= 1, got 0"),
-        ("generate_sample", ["--patents", "-1"], "--patents: must be >= 1, got -1"),
-        ("generate_sample", ["--partitions", "0"], "--partitions: must be >= 1, got 0"),
+        ("spark_jobs.split", ["--eval-cutoff", "2025-02-30"], "got '2025-02-30'"),
+        ("spark_jobs.build_pairs", ["--eval-cutoff", "soon"], "YYYY-MM-DD, got 'soon'"),
+        ("spark_jobs.build_pairs", ["--max-pairs", "0"], "--max-pairs: must be >= 1, got 0"),
+        ("spark_jobs.generate_sample", ["--patents", "-1"], "--patents: must be >= 1, got -1"),
+        ("spark_jobs.generate_sample", ["--partitions", "0"], "--partitions: must be >= 1"),
+        (
+            "spark_jobs.mine_candidates",
+            ["--retrieval", "r", "--encoder", "e", "--bm25-chars", "0"],
+            "--bm25-chars: must be >= 1, got 0",
+        ),
+        (
+            "evaluation.encode",
+            ["--model", "m", "--input", "i", "--dims", "-3"],
+            "--dims: must be >= 1, got -3",
+        ),
+        ("evaluation.significance", ["--k", "0"], "--k: must be >= 1, got 0"),
     ],
 )
 def test_job_flags_refuse_bad_values_by_name_before_spark_starts(module, argv, message, capsys):
     """A bad date or count is a usage error (exit 2) naming the flag and the value; before,
-    `build_pairs --eval-cutoff soon` started Spark and failed in a query, and
-    `generate_sample --partitions -2` failed inside the job."""
+    `build_pairs --eval-cutoff soon` started Spark and failed in a query,
+    `generate_sample --partitions -2` failed inside the job, and a negative `encode --dims`
+    kept all but the last dims."""
     import importlib
 
-    main = importlib.import_module(f"spark_jobs.{module}").main
-    out = "--out" if module == "generate_sample" else "--lake"
+    main = importlib.import_module(module).main
+    out = "--out" if module.endswith("generate_sample") else "--lake"
     with pytest.raises(SystemExit) as exit_:
         main([out, "/nonexistent/xembed", *argv])
     assert exit_.value.code == 2
