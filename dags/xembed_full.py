@@ -70,6 +70,16 @@ NO_RETRY = {"retries": 0}  # a data-quality failure is a finding, not a hiccup
 # The pair sets to train as shell variables: $recipes (params.recipes), $controls
 # (params.controls, "r4-matched-r3") and $labels (both).
 CONTROL_PATTERN = "^({0}){1}({0})$".format("|".join(defaults.RECIPES), defaults.MATCHED)
+
+
+def list_pattern(*words: str) -> str:
+    """JSON-schema pattern of a comma-separated list of ``words`` (either case): the
+    evaluation's list params are refused when the run is triggered, not after training."""
+    word = "|".join(w for w in words for w in (w.upper(), w.lower()))
+    return rf"^\s*({word})(\s*,\s*({word}))*\s*$"
+
+
+CUTOFFS_PATTERN = r"^\s*[1-9][0-9]*(\s*,\s*[1-9][0-9]*)*\s*$"
 RECIPE_LABELS = (
     "set -euo pipefail; recipes='{{ params.recipes | join(' ') }}'; "
     "controls='{{ params.controls | join(' ') }}'; labels=$(echo $recipes $controls); "
@@ -202,7 +212,12 @@ def evaluate(models: str, names: str) -> str:
         "train_steps": Param(
             0, type="integer", minimum=0, description="optimizer steps per training; 0: one epoch"
         ),
-        "cutoffs": Param(",".join(map(str, defaults.METRIC_CUTOFFS)), type="string"),
+        "cutoffs": Param(
+            ",".join(map(str, defaults.METRIC_CUTOFFS)),
+            type="string",
+            pattern=CUTOFFS_PATTERN,
+            description="metric cutoffs k of hit@k and recall@k, comma-separated",
+        ),
         "eval_max_length": Param(4096, type="integer", minimum=16),
         "landscape": Param(
             "",
@@ -213,11 +228,13 @@ def evaluate(models: str, names: str) -> str:
         "query_types": Param(
             ",".join(defaults.QUERY_VIEWS),
             type="string",
+            pattern=f"^\\s*(all|ALL)\\s*$|{list_pattern(*defaults.QUERY_TYPES)}",
             description=f"evaluation query types, or 'all' ({', '.join(defaults.QUERY_TYPES)})",
         ),
         "eval_tasks": Param(
             ",".join(defaults.EVAL_TASKS),
             type="string",
+            pattern=list_pattern(*defaults.EVAL_TASKS),
             description=f"evaluation tasks, a subset of {', '.join(defaults.EVAL_TASKS)}",
         ),
         "recipes": Param(

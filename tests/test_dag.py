@@ -134,6 +134,21 @@ def test_dag_wires_the_stages_in_order(dag):
     assert dag.params["phage"] is False and dag.params["phage_base_model"] == ""
 
 
+def test_the_evaluation_list_params_are_checked_when_a_run_is_triggered(dag):
+    """A typo in cutoffs, query_types or eval_tasks was found by the evaluation, after the
+    whole pipeline had run; the params' patterns refuse it at trigger time."""
+    from airflow.sdk.definitions.param import ParamValidationError
+
+    good = {"cutoffs": "10, 100", "query_types": "all", "eval_tasks": "retrieval,inscope"}
+    bad = {"cutoffs": "0,abc", "query_types": "ABS,FOO", "eval_tasks": "retrieval,nope"}
+    for name, value in good.items():
+        assert dag.params.get_param(name).resolve(value) == value
+        assert dag.params.get_param(name).resolve(dag.params[name])  # the default passes
+        with pytest.raises(ParamValidationError, match="does not match"):
+            dag.params.get_param(name).resolve(bad[name])
+    assert dag.params.get_param("query_types").resolve("abs,TAC") == "abs,TAC"
+
+
 @contextlib.contextmanager
 def stopping_the_server(work: Path):
     """Run a DAG run and check its teardown stopped its Spark Connect server; stop a server
