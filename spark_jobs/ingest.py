@@ -77,7 +77,7 @@ def run(
         job.write(ingestion.resolve_citations(cites, publications), "bronze/citations")
 
         job.count("files_left_out", len(left_out))
-        _count(job, validated, checked)
+        _count(job, validated, checked, canonical_cites)
         validated.unpersist()
         return job.metrics
 
@@ -86,7 +86,7 @@ def _canonical_citations(raw: DataFrame, publications: DataFrame, ingested_at):
     """Split canonical citation rows into those of ingested patents and orphans (quarantined)."""
     ids = publications.select(F.col("publication_number").alias("_citing_id"))
     keyed = raw.join(ids, F.trim(raw.citing) == ids._citing_id, "left")
-    bad = F.when(F.col("_corrupt_record").isNotNull(), F.lit("unparseable_json")).when(
+    bad = F.when(F.col("_corrupt_record").isNotNull(), F.lit("unparseable_citation")).when(
         F.col("_citing_id").isNull(), F.lit("citation_of_unknown_patent")
     )
     keyed = keyed.withColumn("reason", bad)
@@ -104,8 +104,11 @@ def _canonical_citations(raw: DataFrame, publications: DataFrame, ingested_at):
     return ingestion.canonical_citations(keyed.where(F.col("reason").isNull())), orphans
 
 
-def _count(job: JobRun, validated: DataFrame, checked: DataFrame) -> None:
-    """Counters, and the invariant that every input record is accounted for."""
+def _count(
+    job: JobRun, validated: DataFrame, checked: DataFrame, citation_lines: DataFrame | None
+) -> None:
+    """Counters, and the invariant that every input record (and every canonical citation
+    line) is accounted for."""
     total = validated.count()
     exact = checked.where(F.col("duplicate") == "exact").count()
     kept = job.written("bronze/publications")
@@ -113,7 +116,8 @@ def _count(job: JobRun, validated: DataFrame, checked: DataFrame) -> None:
     by_reason: dict[str, int] = {}
     for row in quarantine.groupBy(F.split("reason", ":")[0].alias("reason")).count().collect():
         by_reason[row["reason"]] = row["count"]
-    not_records = {"citation_of_unknown_patent", *ingestion.FILE_REASONS}  # rows of no input line
+    # rows of no patent record: whole files, citation lines
+    not_records = {*ingestion.CITATION_REASONS, *ingestion.FILE_REASONS}
     quarantined_records = sum(n for r, n in by_reason.items() if r not in not_records)
     job.count("records_total", total)
     job.count("records_kept", kept)
@@ -136,6 +140,15 @@ def _count(job: JobRun, validated: DataFrame, checked: DataFrame) -> None:
             f"ingest lost records: {total} read, {kept} kept + {exact} exact duplicates + "
             f"{quarantined_records} quarantined = {kept + exact + quarantined_records}"
         )
+    if citation_lines is not None:
+        read = citation_lines.count()
+        quarantined = sum(by_reason.get(r, 0) for r in ingestion.CITATION_REASONS)
+        job.count("citation_lines_total", read)
+        if read != stats["n"] + quarantined:
+            raise RuntimeError(
+                f"ingest lost citation lines: {read} read, {stats['n']} kept + "
+                f"{quarantined} quarantined = {stats['n'] + quarantined}"
+            )
 
 
 def main(argv: list[str] | None = None) -> int:

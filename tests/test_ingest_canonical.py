@@ -52,6 +52,7 @@ def test_canonical_ingest_types_resolves_and_quarantines(spark, tmp_path):
             ),
             patent("JP-3-A", "11", lang="ja", filing_date="2020-02-30"),  # impossible date
             "{not json",
+            patent("EP-4-A1", "12", ipc="A47G19/00"),  # a code where a list belongs
         ],
     )
     write_jsonl(
@@ -65,6 +66,7 @@ def test_canonical_ingest_types_resolves_and_quarantines(spark, tmp_path):
                 "category": "X",
                 "source": "ISR",
             },  # citing quarantined
+            '{"citing": "EP-1-A1", "cited": ',  # a broken citation line: no patent record
         ],
     )
 
@@ -84,9 +86,14 @@ def test_canonical_ingest_types_resolves_and_quarantines(spark, tmp_path):
     assert sorted(quarantine.reason) == [
         "citation_of_unknown_patent",
         "invalid_date:filing_date",
+        "invalid_field:ipc",
+        "unparseable_citation",
         "unparseable_json",
     ]
-    assert metrics["records_total"] == 4 and metrics["records_kept"] == 2
+    # a broken citation line failed the run before ("lost records": it was counted as a
+    # patent record), and `ipc` as a string was called unparseable
+    assert metrics["records_total"] == 5 and metrics["records_kept"] == 2
+    assert metrics["citation_lines_total"] == 4 and metrics["citations_total"] == 2
 
 
 def test_damaged_and_foreign_canonical_files_are_quarantined_not_fatal(spark, tmp_path):

@@ -57,6 +57,9 @@ RELEVANCE_LETTERS = "XYADEPLOT1"
 MIN_YEAR, MAX_YEAR = 1790, 2100
 # Quarantine reasons of whole files (prefixes before ':'); every other reason is one line.
 FILE_REASONS = ("unreadable_file", "unsupported_encoding")
+# Quarantine reasons of canonical citation lines: rows of no patent record (ingest's
+# read = kept + duplicates + quarantined counts patent records).
+CITATION_REASONS = ("citation_of_unknown_patent", "unparseable_citation")
 
 
 def _blank(c: Column) -> Column:
@@ -179,13 +182,14 @@ def parse_google_patents(lines: DataFrame, max_record_bytes: int = MAX_RECORD_BY
     )
 
 
-def first_mistyped_field(text: Column) -> Column:
-    """For a JSON object that failed to parse: the first top-level field whose value does
-    not have the declared type (e.g. ``ipc`` given as a string); null when the text is not
-    a JSON object at all (then it is ``unparseable_json``)."""
+def first_mistyped_field(text: Column, fields=GOOGLE_PATENTS_FIELDS) -> Column:
+    """For a JSON object that failed to parse: the first top-level field of ``fields``
+    (``(name, ddl, ...)`` in order) whose value does not have the declared type (e.g. ``ipc``
+    given as a string); null when the text is not a JSON object at all (then it is
+    ``unparseable_json``)."""
     values = F.from_json(text, "map<string,string>")  # each value as its JSON text
     bad = F.lit(None).cast("string")
-    for name, ddl in reversed(GOOGLE_PATENTS_FIELDS):
+    for name, ddl, *_ in reversed(fields):
         if ddl == "string":  # Spark reads any JSON value into a string field: never mistyped
             continue
         value = values.getItem(name)
@@ -278,7 +282,7 @@ def read_canonical(
         )
         .alias("citation"),
         F.col(CORRUPT_RECORD).isNotNull().alias("corrupt"),
-        F.lit(None).cast("string").alias("bad_field"),
+        first_mistyped_field(F.col(CORRUPT_RECORD), CANONICAL_PATENT_FIELDS).alias("bad_field"),
         F.lit(False).alias("too_large"),
         F.lit(True).alias("valid_utf8"),  # Spark's JSON reader decodes (and replaces) itself
         F.lit(None).cast("int").alias("record_bytes"),
