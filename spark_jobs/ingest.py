@@ -61,7 +61,12 @@ def run(
         )
         rejected = validated.where(F.col("reason").isNotNull()).unionByName(conflicts)
 
-        job.write(ingestion.to_bronze_publications(keep, fmt, ingested_at), "bronze/publications")
+        try:
+            job.write(
+                ingestion.to_bronze_publications(keep, fmt, ingested_at), "bronze/publications"
+            )
+        except EmptyTableError as error:
+            raise EmptyTableError(f"{error}; {ingestion.why_nothing_kept(validated)}") from None
         publications = job.read("bronze/publications")
 
         quarantine = ingestion.to_quarantine(rejected, ingested_at).unionByName(

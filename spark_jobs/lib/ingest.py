@@ -453,6 +453,29 @@ def to_bronze_publications(valid: DataFrame, source_format: str, ingested_at) ->
     )
 
 
+def why_nothing_kept(validated: DataFrame) -> str:
+    """Why no record of ``validated`` (``with_validation``'s rows) is kept, for the error of
+    a run that would write an empty bronze/publications: the reasons and their counts, and a
+    hint when the lines are pieces of one JSON document rather than one record per line."""
+    reasons = (
+        validated.groupBy(F.coalesce("reason", F.lit("duplicate_id_conflict")).alias("r"))
+        .count()
+        .orderBy(F.desc("count"), "r")
+        .collect()
+    )
+    if not reasons:
+        return "the input holds no record (only blank lines?)"
+    told = ", ".join(f"{row['r']}: {row['count']:,}" for row in reasons[:5])
+    text = f"no record is valid: {sum(row['count'] for row in reasons):,} rejected ({told})"
+    pieces = validated.where(F.trim("raw").isin("[", "{", "]", "}", "},", "],")).limit(1)
+    if reasons[0]["r"] == "unparseable_json" and not pieces.isEmpty():
+        text += (
+            "; the lines look like one pretty-printed JSON document or array: the input must "
+            "be JSON lines, one record per line (e.g. `jq -c '.[]' in.json > in.jsonl`)"
+        )
+    return text
+
+
 def to_quarantine(rejected: DataFrame, ingested_at) -> DataFrame:
     """Quarantine rows (stage is set by the writer) from records carrying a ``reason``."""
     return rejected.select(

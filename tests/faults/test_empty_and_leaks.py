@@ -32,7 +32,7 @@ def test_an_empty_input_fails_and_leaves_a_good_lake_as_it_was(spark, pipeline, 
     empty = tmp_path / "empty"
     empty.mkdir()
     before = {t: _state(lake, t) for t in ("bronze/publications", "bronze/citations", "quarantine")}
-    with pytest.raises(EmptyTableError, match="bronze/publications would be empty"):
+    with pytest.raises(EmptyTableError, match=r"would be empty.*the input holds no record"):
         ingest.run(spark, lake, str(empty), "google_patents")
     assert {t: _state(lake, t) for t in before} == before
     runs = DeltaTable(f"{lake}/meta/job_runs").to_pandas()
@@ -40,6 +40,23 @@ def test_an_empty_input_fails_and_leaves_a_good_lake_as_it_was(spark, pipeline, 
         "ingest",
         "failed",
     ]
+
+
+def test_an_input_of_only_bad_records_names_the_reasons_and_spots_a_json_document(spark, tmp_path):
+    """A pretty-printed JSON array (not JSON lines) used to fail with only "bronze/
+    publications would be empty": every line was unparseable and nothing said so."""
+    from tests.conftest import gp_record
+
+    source = tmp_path / "export"
+    source.mkdir()
+    records = [gp_record(f"EP-{i}-A1") for i in range(3)]
+    (source / "export.json").write_text(json.dumps(records, indent=2))
+    lines = len((source / "export.json").read_text().splitlines())
+    with pytest.raises(EmptyTableError) as failed:
+        ingest.run(spark, str(tmp_path / "lake"), str(source), "google_patents")
+    message = str(failed.value)
+    assert f"no record is valid: {lines:,} rejected (unparseable_json: {lines:,})" in message
+    assert "one pretty-printed JSON document or array: the input must be JSON lines" in message
 
 
 def test_allow_empty_commits_it_and_curate_then_refuses_the_empty_bronze(spark, tmp_path):
