@@ -38,7 +38,9 @@ def run(
             lines, left_out = ingestion.read_lines(spark, input_path)
             records = ingestion.parse_google_patents(lines, max_record_bytes)
         else:
-            records, canonical_cites, left_out = ingestion.read_canonical(spark, input_path)
+            records, canonical_cites, left_out = ingestion.read_canonical(
+                spark, input_path, max_record_bytes
+            )
         for probe in left_out:
             job.info(
                 f"left out {probe.path}: {ingestion.file_reason(probe)} "
@@ -88,20 +90,21 @@ def run(
 
 
 def _canonical_citations(raw: DataFrame, publications: DataFrame, ingested_at):
-    """Split canonical citation rows into those of ingested patents and orphans (quarantined)."""
+    """Split canonical citation lines (``parse_lines`` rows) into those of ingested patents
+    and the rest (quarantined: lines that are no citation, citations of unknown patents)."""
     ids = publications.select(F.col("publication_number").alias("_citing_id"))
     keyed = raw.join(ids, F.trim(raw.citing) == ids._citing_id, "left")
-    bad = F.when(F.col("_corrupt_record").isNotNull(), F.lit("unparseable_citation")).when(
-        F.col("_citing_id").isNull(), F.lit("citation_of_unknown_patent")
+    bad = (
+        F.when(F.col("too_large"), F.lit("unparseable_citation:too_large"))
+        .when(~F.col("valid_utf8"), F.lit("unparseable_citation:invalid_utf8"))
+        .when(F.col("corrupt"), F.lit("unparseable_citation"))
+        .when(F.col("_citing_id").isNull(), F.lit("citation_of_unknown_patent"))
     )
     keyed = keyed.withColumn("reason", bad)
     orphans = keyed.where(F.col("reason").isNotNull()).select(
         "reason",
         F.trim("citing").alias("record_id"),
-        F.coalesce(
-            "_corrupt_record",
-            F.to_json(F.struct("citing", "cited", "category", "source", "npl_text")),
-        ).alias("record"),
+        F.col("raw").alias("record"),
         "source_file",
         F.lit(ingested_at).cast("timestamp").alias("ingested_at"),
         F.lit(None).cast("string").alias("stage"),

@@ -53,8 +53,12 @@ def test_canonical_ingest_types_resolves_and_quarantines(spark, tmp_path):
             patent("JP-3-A", "11", lang="ja", filing_date="2020-02-30"),  # impossible date
             "{not json",
             patent("EP-4-A1", "12", ipc="A47G19/00"),  # a code where a list belongs
+            patent("EP-6-A1", "14", description="Cups. " * 1000),  # over --max-record-bytes
         ],
     )
+    with (source / "patents" / "part-0.jsonl").open("ab") as f:  # Latin-1, not UTF-8
+        latin = json.dumps(patent("EP-5-A1", "13", abstract="caf\u00e9"), ensure_ascii=False)
+        f.write((latin + "\n").encode("latin-1"))
     write_jsonl(
         source / "citations" / "part-0.jsonl",
         [
@@ -67,10 +71,11 @@ def test_canonical_ingest_types_resolves_and_quarantines(spark, tmp_path):
                 "source": "ISR",
             },  # citing quarantined
             '{"citing": "EP-1-A1", "cited": ',  # a broken citation line: no patent record
+            "[]",  # no citation at all: Spark's JSON reader used to drop it without a trace
         ],
     )
 
-    metrics = ingest.run(spark, lake, str(source), "canonical")
+    metrics = ingest.run(spark, lake, str(source), "canonical", max_record_bytes=4096)
 
     pubs = DeltaTable(f"{lake}/bronze/publications").to_pandas().set_index("publication_number")
     assert sorted(pubs.index) == ["CN-2-A", "EP-1-A1"]
@@ -87,13 +92,17 @@ def test_canonical_ingest_types_resolves_and_quarantines(spark, tmp_path):
         "citation_of_unknown_patent",
         "invalid_date:filing_date",
         "invalid_field:ipc",
+        "invalid_utf8",
+        "record_too_large",
+        "unparseable_citation",
         "unparseable_citation",
         "unparseable_json",
     ]
     # a broken citation line failed the run before ("lost records": it was counted as a
-    # patent record), and `ipc` as a string was called unparseable
-    assert metrics["records_total"] == 5 and metrics["records_kept"] == 2
-    assert metrics["citation_lines_total"] == 4 and metrics["citations_total"] == 2
+    # patent record), `ipc` as a string was called unparseable, Latin-1 bytes were read as
+    # U+FFFD and kept, and canonical lines had no size limit
+    assert metrics["records_total"] == 7 and metrics["records_kept"] == 2
+    assert metrics["citation_lines_total"] == 5 and metrics["citations_total"] == 2
 
 
 def test_damaged_and_foreign_canonical_files_are_quarantined_not_fatal(spark, tmp_path):

@@ -57,6 +57,17 @@ def test_a_record_over_the_size_limit_is_quarantined_before_parsing(spark):
     assert sorted(r["reason"] or "ok" for r in rows.values()) == ["ok", "record_too_large"]
 
 
+def test_a_text_longer_than_jacksons_default_string_limit_is_kept(spark):
+    """Jackson refuses strings over 20,000,000 characters by default: a patent with a 21 MB
+    description (sequence listings make such) was quarantined as unparseable_json although
+    the line was valid and under --max-record-bytes."""
+    long = gp_record(number="US-1-A1")
+    long["description_localized"] = [{"text": "ACGT" * 5_250_000, "language": "en"}]
+    parsed = ingestion.with_validation(ingestion.parse_google_patents(lines_frame(spark, [long])))
+    row = parsed.select("reason", F.length(F.col("description_localized")[0].text).alias("n"))
+    assert row.first().asDict() == {"reason": None, "n": 21_000_000}
+
+
 @pytest.mark.parametrize("number", [None, "", "   "])
 def test_missing_publication_number(spark, number):
     assert (

@@ -18,7 +18,6 @@ from schemas.inputs import (
     CORRUPT_RECORD,
     GOOGLE_PATENTS_FIELDS,
     canonical_ddl,
-    google_patents_ddl,
 )
 from spark_jobs.lib.languages import normalize_language
 
@@ -144,18 +143,30 @@ def file_quarantine(spark: SparkSession, probes: list[fs.FileProbe], ingested_at
 
 
 def parse_google_patents(lines: DataFrame, max_record_bytes: int = MAX_RECORD_BYTES) -> DataFrame:
-    """Parse export lines: the record fields, ``raw``, ``source_file``, ``corrupt``,
-    ``bad_field`` (the first top-level field whose value has the wrong JSON type) and
-    ``too_large`` (lines over ``max_record_bytes``: never parsed, kept truncated in ``raw``)
-    and ``valid_utf8`` (false for bytes that are not UTF-8: quarantined as ``invalid_utf8``
-    with the bad bytes replaced by U+FFFD in ``raw``, never parsed)."""
+    """Parse export lines (``parse_lines`` with the export's fields)."""
+    return parse_lines(lines, GOOGLE_PATENTS_FIELDS, max_record_bytes)
+
+
+def parse_lines(lines: DataFrame, fields, max_record_bytes: int = MAX_RECORD_BYTES) -> DataFrame:
+    """Parse JSON lines (``value``, ``source_file``) into ``fields`` (``(name, ddl, ...)``):
+    the fields, ``raw``, ``source_file``, ``corrupt``, ``bad_field`` (the first top-level
+    field whose value has the wrong JSON type), ``too_large`` (lines over
+    ``max_record_bytes``: never parsed, kept truncated in ``raw``), ``valid_utf8`` (false for
+    bytes that are not UTF-8: the bad bytes replaced by U+FFFD in ``raw``, never parsed) and
+    ``record_bytes``. A string value may be as long as the line (Jackson's default limit is
+    20 M characters: a longer description would have been called unparseable)."""
     too_large = F.octet_length("value") > F.lit(max_record_bytes)
     valid_utf8 = F.is_valid_utf8("value")
     text = F.when(~too_large & valid_utf8, F.col("value"))
+    ddl = ", ".join(f"`{name}` {kind}" for name, kind, *_ in fields)
     rec = F.from_json(
         text,
-        google_patents_ddl(),
-        {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT_RECORD},
+        f"{ddl}, `{CORRUPT_RECORD}` string",
+        {
+            "mode": "PERMISSIVE",
+            "columnNameOfCorruptRecord": CORRUPT_RECORD,
+            "maxStringLen": str(max(max_record_bytes, 20_000_000)),
+        },
     )
     parsed = lines.select(
         F.when(too_large, F.substring(F.make_valid_utf8("value"), 1, QUARANTINED_PREFIX_CHARS))
@@ -173,9 +184,9 @@ def parse_google_patents(lines: DataFrame, max_record_bytes: int = MAX_RECORD_BY
     return parsed.select(
         "raw",
         "source_file",
-        *[F.col(f"rec.{name}").alias(name) for name in RECORD_FIELDS],
+        *[F.col(f"rec.{name}").alias(name) for name, *_ in fields],
         F.col(f"rec.{CORRUPT_RECORD}").isNotNull().alias("corrupt"),
-        first_mistyped_field(F.col("_bad_text")).alias("bad_field"),
+        first_mistyped_field(F.col("_bad_text"), fields).alias("bad_field"),
         "too_large",
         "valid_utf8",
         "record_bytes",
@@ -199,38 +210,50 @@ def first_mistyped_field(text: Column, fields=GOOGLE_PATENTS_FIELDS) -> Column:
     return F.when(text.isNotNull() & values.isNotNull(), bad)
 
 
-def _read_any(spark: SparkSession, path: str, ddl: str, left_out: list[fs.FileProbe]) -> DataFrame:
-    """JSON lines or Parquet (by file extension) with the given schema and ``source_file``.
-    Every file is probed first (``probe_files`` as for the Google Patents export,
-    ``probe_parquet_files``); those left out are appended to ``left_out`` for the file
-    quarantine."""
+def _read_canonical_part(
+    spark: SparkSession, path: str, fields, left_out: list[fs.FileProbe], max_record_bytes: int
+) -> DataFrame:
+    """One folder of the canonical input, JSON lines or Parquet (by file extension), as
+    ``parse_lines`` rows. JSON files are probed and read line by line like the export
+    (``read_lines``: the same size limit, UTF-8 check and mistyped-field names); Parquet files
+    are probed by reading each whole with the schema (``probe_parquet_files``). The files left
+    out are appended to ``left_out`` for the file quarantine."""
     names = fs.list_names(spark, path) or [path]
-    parquet = any(n.endswith(".parquet") for n in names) or path.endswith(".parquet")
-    readable, damaged = (
-        probe_parquet_files(spark, path, ddl) if parquet else probe_files(spark, path)
-    )
+    if not (any(n.endswith(".parquet") for n in names) or path.endswith(".parquet")):
+        lines, damaged = read_lines(spark, path)
+        left_out.extend(damaged)
+        return parse_lines(lines, fields, max_record_bytes)
+    ddl = canonical_ddl(fields)
+    readable, damaged = probe_parquet_files(spark, path, ddl)
     left_out.extend(damaged)
-    if not readable:
-        return spark.createDataFrame([], f"{ddl}, source_file string")
-    reader = spark.read.schema(ddl)
-    frame = (
-        reader.parquet(*readable) if parquet else reader.option("mode", "PERMISSIVE").json(readable)
+    if readable:
+        frame = spark.read.schema(ddl).parquet(*readable)
+    else:
+        frame = spark.createDataFrame([], ddl)
+    columns = [F.col(name) for name, *_ in fields]
+    return frame.select(
+        F.to_json(F.struct(*columns)).alias("raw"),
+        F.col("_metadata.file_path").alias("source_file")
+        if readable
+        else F.lit(None).cast("string").alias("source_file"),
+        *columns,
+        F.lit(False).alias("corrupt"),
+        F.lit(None).cast("string").alias("bad_field"),
+        F.lit(False).alias("too_large"),
+        F.lit(True).alias("valid_utf8"),
+        F.lit(None).cast("int").alias("record_bytes"),
     )
-    return frame.withColumn("source_file", F.col("_metadata.file_path"))
 
 
 def read_canonical(
-    spark: SparkSession, path: str
+    spark: SparkSession, path: str, max_record_bytes: int = MAX_RECORD_BYTES
 ) -> tuple[DataFrame, DataFrame, list[fs.FileProbe]]:
     """Canonical input (``path``/patents, ``path``/citations) in the record shape, the
-    citations, and the probes of the JSON files left out (damaged or foreign, see
-    ``read_lines``)."""
+    citation lines (``parse_lines`` rows), and the probes of the files left out (damaged or
+    foreign, see ``read_lines``)."""
     left_out: list[fs.FileProbe] = []
-    patents = _read_any(
-        spark,
-        f"{path}/patents",
-        canonical_ddl(CANONICAL_PATENT_FIELDS) + f", `{CORRUPT_RECORD}` string",
-        left_out,
+    patents = _read_canonical_part(
+        spark, f"{path}/patents", CANONICAL_PATENT_FIELDS, left_out, max_record_bytes
     )
 
     def localized(column: str) -> Column:
@@ -252,9 +275,8 @@ def read_canonical(
             ),
         )
 
-    original = [F.col(n) for n, _, _ in CANONICAL_PATENT_FIELDS]
     records = patents.select(
-        F.coalesce(F.col(CORRUPT_RECORD), F.to_json(F.struct(*original))).alias("raw"),
+        "raw",
         "source_file",
         *[
             F.col(n)
@@ -281,17 +303,14 @@ def read_canonical(
             "npl_text:string,type:string,category:string,filing_date:string>>"
         )
         .alias("citation"),
-        F.col(CORRUPT_RECORD).isNotNull().alias("corrupt"),
-        first_mistyped_field(F.col(CORRUPT_RECORD), CANONICAL_PATENT_FIELDS).alias("bad_field"),
-        F.lit(False).alias("too_large"),
-        F.lit(True).alias("valid_utf8"),  # Spark's JSON reader decodes (and replaces) itself
-        F.lit(None).cast("int").alias("record_bytes"),
+        "corrupt",
+        "bad_field",
+        "too_large",
+        "valid_utf8",
+        "record_bytes",
     )
-    citations = _read_any(
-        spark,
-        f"{path}/citations",
-        canonical_ddl(CANONICAL_CITATION_FIELDS) + f", `{CORRUPT_RECORD}` string",
-        left_out,
+    citations = _read_canonical_part(
+        spark, f"{path}/citations", CANONICAL_CITATION_FIELDS, left_out, max_record_bytes
     )
     return records, citations, left_out
 
