@@ -30,12 +30,6 @@ GOOGLE_PATENTS_FIELDS = (
 CORRUPT_RECORD = "_corrupt_record"
 
 
-def google_patents_ddl() -> str:
-    """Spark DDL for from_json, with the corrupt-record column last."""
-    cols = [f"`{n}` {t}" for n, t in GOOGLE_PATENTS_FIELDS] + [f"`{CORRUPT_RECORD}` string"]
-    return ", ".join(cols)
-
-
 # Canonical format: a folder with `patents` and `citations` (JSON lines, optionally .gz, or
 # Parquet). One patent per row in one language; one citation per row. Dates are
 # 'YYYY-MM-DD' or YYYYMMDD; ipc/cpc are arrays of codes, the first being the main one.
