@@ -79,6 +79,22 @@ def list_pattern(*words: str) -> str:
     return rf"^\s*({word})(\s*,\s*({word}))*\s*$"
 
 
+def unknown_conf_keys(conf: dict, params) -> str | None:
+    """The error for conf keys the DAG has no param for (a typo such as ``sample_patent``
+    would otherwise be ignored and the run go on with the default), else None."""
+    import difflib
+
+    unknown = sorted(set(conf) - set(params))
+    if not unknown:
+        return None
+    hints = [
+        f"{key!r} (did you mean {close[0]!r}?)" if close else repr(key)
+        for key in unknown
+        for close in [difflib.get_close_matches(key, list(params), n=1)]
+    ]
+    return f"unknown conf key(s) {', '.join(hints)}; the params are {', '.join(sorted(params))}"
+
+
 CUTOFFS_PATTERN = r"^\s*[1-9][0-9]*(\s*,\s*[1-9][0-9]*)*\s*$"
 RECIPE_LABELS = (
     "set -euo pipefail; recipes='{{ params.recipes | join(' ') }}'; "
@@ -272,6 +288,13 @@ def evaluate(models: str, names: str) -> str:
 def xembed_full():
     @task.bash
     def spark_start() -> str:
+        from airflow.sdk import get_current_context
+        from airflow.sdk.exceptions import AirflowFailException
+
+        context = get_current_context()
+        error = unknown_conf_keys(context["dag_run"].conf or {}, context["dag"].params)
+        if error:  # the first task, so nothing has run; a retry would not help
+            raise AirflowFailException(error)
         return (
             "{% if params.spark_connect %}"
             f"python -m lake.connect start --state {SPARK_STATE} --master {MASTER} "

@@ -149,6 +149,24 @@ def test_the_evaluation_list_params_are_checked_when_a_run_is_triggered(dag):
     assert dag.params.get_param("query_types").resolve("abs,TAC") == "abs,TAC"
 
 
+@pytest.mark.integration
+def test_a_conf_key_the_dag_does_not_know_fails_the_run_before_anything_runs(tmp_path):
+    """A typo (`sample_patent`) was ignored: the run went on with the default sample size."""
+    home = tmp_path / "airflow"
+    assert airflow(home, "db", "migrate").returncode == 0
+    conf = {"lake": str(tmp_path / "lake"), "work_dir": str(tmp_path / "work"), "sample_patent": 9}
+    done = airflow(home, "dags", "test", "xembed_full", "--conf", json.dumps(conf))
+    output = done.stdout + done.stderr
+    assert "unknown conf key(s) 'sample_patent' (did you mean 'sample_patents'?)" in output
+    states = airflow(
+        home, "tasks", "states-for-dag-run", "xembed_full", _run_id(output), "--output", "json"
+    )
+    by_task = {t["task_id"]: t["state"] for t in json.loads(states.stdout)}
+    assert by_task.pop("spark_start") == "failed"  # not retried: a retry would not help
+    assert set(by_task.values()) <= {"upstream_failed", None}, by_task
+    assert not (tmp_path / "work").exists() and not (tmp_path / "lake").exists()
+
+
 @contextlib.contextmanager
 def stopping_the_server(work: Path):
     """Run a DAG run and check its teardown stopped its Spark Connect server; stop a server
