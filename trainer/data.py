@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 from torch.utils.data import IterableDataset
 
@@ -47,7 +48,29 @@ def read_manifest(folder: str) -> dict:
         raise ValueError(
             f"{folder}: the trainer reads Parquet shards, got format {manifest.get('format')!r}"
         )
+    _check_shards(folder, manifest)
     return manifest
+
+
+def _check_shards(folder: str, manifest: dict) -> None:
+    """The shards are those the audited export wrote: each exists and holds the rows the
+    manifest counted (read from the Parquet footers, no data). A shard replaced, cut or grown
+    after the export holds rows the leakage audit never saw: refused before any training."""
+    for shard in manifest.get("shards", []):
+        path = Path(folder) / shard["file"]
+        try:
+            rows = pq.ParquetFile(path).metadata.num_rows
+        except (OSError, pa.ArrowInvalid) as error:
+            raise ValueError(
+                f"{folder}: shard {shard['file']} of the manifest cannot be read ({error}); "
+                "export the data again with spark_jobs/export_training.py"
+            ) from None
+        if rows != shard["rows"]:
+            raise ValueError(
+                f"{folder}: shard {shard['file']} holds {rows:,} rows, the audited export wrote "
+                f"{shard['rows']:,}: the shards changed after the export; export the data again "
+                "with spark_jobs/export_training.py"
+            )
 
 
 def _cut(text: str, max_chars: int | None) -> str:

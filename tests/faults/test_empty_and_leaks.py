@@ -129,6 +129,35 @@ def test_the_trainer_refuses_shards_without_a_passed_audit(tmp_path):
     assert read_manifest(str(tmp_path))["rows"] == 0
 
 
+def test_the_trainer_refuses_shards_changed_after_the_audited_export(tmp_path):
+    """The trainer trusted whatever the shard files held: a shard grown after the export
+    (rows the leakage audit never saw) was trained on, a cut one failed mid-training."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = [{"anchor_text": "a", "positive_text": "b", "family_id": "F1"}] * 3
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "shard-00000.parquet")
+    manifest = {
+        "dataset": "stage1",
+        "format": "parquet",
+        "rows": 3,
+        "shards": [{"file": "shard-00000.parquet", "rows": 3}],
+        "leakage_audit": {"status": "passed", "rows_checked": 3},
+    }
+    (tmp_path / "_manifest.json").write_text(json.dumps(manifest))
+    assert read_manifest(str(tmp_path))["rows"] == 3
+    pq.write_table(pa.Table.from_pylist(rows * 2), tmp_path / "shard-00000.parquet")
+    with pytest.raises(ValueError, match="holds 6 rows, the audited export wrote 3"):
+        read_manifest(str(tmp_path))
+    whole = (tmp_path / "shard-00000.parquet").read_bytes()
+    (tmp_path / "shard-00000.parquet").write_bytes(whole[: len(whole) // 2])
+    with pytest.raises(ValueError, match=r"shard shard-00000\.parquet of the manifest cannot be"):
+        read_manifest(str(tmp_path))
+    (tmp_path / "shard-00000.parquet").unlink()
+    with pytest.raises(ValueError, match="cannot be read"):
+        read_manifest(str(tmp_path))
+
+
 def test_a_50_mb_garbage_line_is_quarantined_under_spark_submit_defaults(tmp_path):
     """spark-submit with its default 1 GB driver: the huge line is never parsed."""
     from tests.conftest import gp_record
