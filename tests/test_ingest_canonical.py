@@ -54,6 +54,8 @@ def test_canonical_ingest_types_resolves_and_quarantines(spark, tmp_path):
             "{not json",
             patent("EP-4-A1", "12", ipc="A47G19/00"),  # a code where a list belongs
             patent("EP-6-A1", "14", description="Cups. " * 1000),  # over --max-record-bytes
+            patent("EP-7-A1", "15", abstract=["A cup.", "A lid."]),  # a list, not a text
+            patent("EP-8-A1", "16", abstract="[Problem] A cup that keeps tea hot."),
         ],
     )
     with (source / "patents" / "part-0.jsonl").open("ab") as f:  # Latin-1, not UTF-8
@@ -78,7 +80,7 @@ def test_canonical_ingest_types_resolves_and_quarantines(spark, tmp_path):
     metrics = ingest.run(spark, lake, str(source), "canonical", max_record_bytes=4096)
 
     pubs = DeltaTable(f"{lake}/bronze/publications").to_pandas().set_index("publication_number")
-    assert sorted(pubs.index) == ["CN-2-A", "EP-1-A1"]
+    assert sorted(pubs.index) == ["CN-2-A", "EP-1-A1", "EP-8-A1"]  # "[Problem] ..." is text
     assert pubs.loc["CN-2-A", "abstract_localized"][0]["language"] == "zh"
     assert str(pubs.loc["EP-1-A1", "filing_date"]) == "2020-01-02"
     assert pubs.loc["EP-1-A1", "ipc"][0]["first"]
@@ -91,6 +93,7 @@ def test_canonical_ingest_types_resolves_and_quarantines(spark, tmp_path):
     assert sorted(quarantine.reason) == [
         "citation_of_unknown_patent",
         "invalid_date:filing_date",
+        "invalid_field:abstract",
         "invalid_field:ipc",
         "invalid_utf8",
         "record_too_large",
@@ -101,7 +104,7 @@ def test_canonical_ingest_types_resolves_and_quarantines(spark, tmp_path):
     # a broken citation line failed the run before ("lost records": it was counted as a
     # patent record), `ipc` as a string was called unparseable, Latin-1 bytes were read as
     # U+FFFD and kept, and canonical lines had no size limit
-    assert metrics["records_total"] == 7 and metrics["records_kept"] == 2
+    assert metrics["records_total"] == 9 and metrics["records_kept"] == 3
     assert metrics["citation_lines_total"] == 5 and metrics["citations_total"] == 2
 
 

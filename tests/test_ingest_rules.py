@@ -39,6 +39,9 @@ def test_unparseable_json(spark, line):
         ("ipc", "G06F 16/00"),  # a string where an array of codes belongs
         ("claims_localized", {"text": "1. A cup.", "language": "en"}),  # an object, not a list
         ("citation", {"publication_number": "CN-1-A"}),
+        # a list or object where a string belongs: Spark's parser made its JSON the value
+        ("family_id", {"id": "100"}),
+        ("kind_code", ["A1", "B1"]),
     ],
 )
 def test_a_wrongly_typed_field_is_named_not_called_unparseable(spark, field, value):

@@ -181,16 +181,34 @@ def parse_lines(lines: DataFrame, fields, max_record_bytes: int = MAX_RECORD_BYT
             "_bad_text"
         ),
     )
+    container = _container_in_string_field(F.col("rec"), F.col("raw"), fields)
     return parsed.select(
         "raw",
         "source_file",
         *[F.col(f"rec.{name}").alias(name) for name, *_ in fields],
-        F.col(f"rec.{CORRUPT_RECORD}").isNotNull().alias("corrupt"),
-        first_mistyped_field(F.col("_bad_text"), fields).alias("bad_field"),
+        (F.col(f"rec.{CORRUPT_RECORD}").isNotNull() | container.isNotNull()).alias("corrupt"),
+        F.coalesce(first_mistyped_field(F.col("_bad_text"), fields), container).alias("bad_field"),
         "too_large",
         "valid_utf8",
         "record_bytes",
     )
+
+
+def _container_in_string_field(rec: Column, raw: Column, fields) -> Column:
+    """The first string field of ``fields`` given a JSON array or object (``"abstract":
+    ["a", "b"]``) in the parsed record ``rec`` of line ``raw``, else null. Spark's parser
+    fills a string field with the raw JSON of such a value, so the record would be kept with
+    that JSON as its text; the value's own type is looked up (a variant parse of the line)
+    only when the parsed string starts with ``[`` or ``{``, as a real abstract may
+    (``[Problem] ...``)."""
+    found = F.lit(None).cast("string")
+    for name, kind, *_ in reversed(fields):
+        if kind != "string":
+            continue
+        looks = F.substring(rec.getField(name), 1, 1).isin("[", "{")
+        kind_of = F.schema_of_variant(F.variant_get(F.try_parse_json(raw), f"$.{name}", "variant"))
+        found = F.when(looks & kind_of.rlike("^(ARRAY|OBJECT)"), F.lit(name)).otherwise(found)
+    return found
 
 
 def first_mistyped_field(text: Column, fields=GOOGLE_PATENTS_FIELDS) -> Column:
