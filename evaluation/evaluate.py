@@ -192,6 +192,14 @@ def search_dense(
     import torch
     from torch.nn import functional
 
+    too_wide = [d for d in dims if d and d > encoder.dim]
+    if too_wide:
+        # a prefix wider than the vector is the whole vector: its rows would carry the
+        # wrong dim (checked before any text is encoded)
+        raise ValueError(
+            f"--dims {too_wide}: the model's embeddings have {encoder.dim} dims "
+            "(pass smaller dims or 'full')"
+        )
     ids: list[str] = []
     chunks = []
     for batch in ds.dataset(str(collection), format="parquet").to_batches(
@@ -205,14 +213,6 @@ def search_dense(
     qvec = encoder.encode_query(
         [q["text"] for q in queries], [q["lang"] for q in queries], batch_size
     )
-    too_wide = [d for d in dims if d and d > docs.shape[1]]
-    if too_wide:
-        # a prefix wider than the vector is the whole vector: its rows would carry the
-        # wrong dim
-        raise ValueError(
-            f"--dims {too_wide}: the model's embeddings have {docs.shape[1]} dims "
-            "(pass smaller dims or 'full')"
-        )
     out = {}
     for dim in dims:
         d = dim or docs.shape[1]

@@ -322,6 +322,8 @@ def test_a_dim_wider_than_the_model_is_refused_not_labelled_as_that_dim(tmp_path
     import torch
 
     class EightDims:  # only the vector width matters to the check
+        dim = 8
+
         def encode_passage(self, texts, batch_size):
             return torch.ones(len(texts), 8)
 
