@@ -13,6 +13,7 @@ from tests.sample_shards import write_sample_stage1_shards
 from trainer import train
 from trainer.encoder import Encoder, EncoderConfig
 from trainer.models import resolve
+from trainer.trainer import TrainingDiverged
 
 CONFIG = str(Path(__file__).resolve().parents[1] / "configs" / "cpu-small.yaml")
 FAST = [
@@ -133,6 +134,52 @@ def test_resume_continues_the_step_count(shard, tmp_path):
     assert first["global_step"] == 10 and second["global_step"] == 15
     losses = [e["step"] for e in second["log_history"] if "loss" in e]
     assert losses == [5, 10, 15]  # steps 1-10 were not trained again
+
+
+def test_a_diverged_run_fails_and_exports_nothing(shard, tmp_path):
+    """At this learning rate without clipping the weights turn NaN between the validation at
+    step 4 and step 6; the run used to go on to its last step, export the NaN weights and
+    register them (the Trainer's best-loss choice never prefers a NaN loss, and its logged
+    training loss filters NaN out)."""
+    out = tmp_path / "model"
+    with pytest.raises(TrainingDiverged) as failure:
+        train.main(
+            [
+                CONFIG,
+                *FAST,
+                "--train_data",
+                shard,
+                "--output_dir",
+                str(out),
+                "--max_steps",
+                "12",
+                "--eval_steps",
+                "4",
+                "--save_steps",
+                "4",
+                "--logging_steps",
+                "2",
+                "--learning_rate",
+                "1e4",
+                "--max_grad_norm",
+                "0",
+            ]
+        )
+    message = str(failure.value)
+    assert "hold NaN or inf at step" in message and "nothing was exported" in message
+    assert f"{out / 'checkpoint-4'} (validation loss" in message  # the last finite best
+    assert state(out)["global_step"] < 12  # stopped at the first log that saw NaN weights
+    assert not (out / "model.safetensors").exists() and not (out / "registry.json").exists()
+
+
+def test_encoding_with_non_finite_weights_names_the_text(tmp_path):
+    encoder = Encoder.from_pretrained(resolve("builtin:minilm"))
+    texts = ["a cup", "a lid"]
+    assert torch.isfinite(encoder.encode_passage(texts)).all()
+    with torch.no_grad():
+        encoder.base_model.encoder.layer[0].output.dense.weight[0, 0] = float("nan")
+    with pytest.raises(ValueError, match=r"embedding of text 0 \('a cup'\) holds NaN"):
+        encoder.encode_passage(texts)
 
 
 def test_lora_merge_equals_base_plus_adapter(tmp_path):

@@ -102,6 +102,21 @@ def _is_decoder(model) -> bool:
     )
 
 
+def _finite(embeddings: torch.Tensor, texts: list[str], start: int) -> torch.Tensor:
+    """``embeddings`` (of ``texts[start:]``), or a ValueError naming the first text whose
+    embedding holds NaN or inf: such a vector matches nothing in FAISS, so a search would
+    quietly return no hits and the metrics would read as a model that finds nothing."""
+    bad = (~torch.isfinite(embeddings).all(dim=1)).nonzero().flatten().tolist()
+    if bad:
+        first = start + bad[0]
+        raise ValueError(
+            f"the model's embedding of text {first} ({texts[first][:60]!r}) holds NaN or inf, "
+            f"as do {len(bad) - 1} others of its batch: the model's weights are not finite "
+            "(a diverged training run) or its dtype overflowed"
+        )
+    return embeddings
+
+
 class Encoder(nn.Module):
     """One module for queries and passages: backbone -> pooling -> (L2 norm)."""
 
@@ -222,7 +237,7 @@ class Encoder(nn.Module):
             batch = {
                 k: v.to(self._device()) for k, v in self.tokenize(texts[i : i + batch_size]).items()
             }
-            out.append(self(**batch).float().cpu())
+            out.append(_finite(self(**batch).float().cpu(), texts, i))
         self.train(was_training)
         return torch.cat(out) if out else torch.empty(0, self.dim)
 

@@ -36,7 +36,7 @@ from trainer.phage import PhageEncoder, PhageLoss
 from trainer.phage_data import DATASET as PHAGE_DATASET
 from trainer.phage_data import PhageStream
 from trainer.registry import registry_row, write_registry
-from trainer.trainer import PhageTrainer, XembedTrainer
+from trainer.trainer import DivergenceGuard, PhageTrainer, XembedTrainer, check_converged
 
 
 def build_encoder(model_args, training_args) -> tuple[Encoder, str]:
@@ -132,8 +132,14 @@ def main(argv: list[str] | None = None) -> int:
     else:
         margin = args.fn_margin if args.fn_margin >= 0 else None
         loss = MatryoshkaLoss(InfoNCELoss(args.temperature, margin), args.dims(), args.weights())
+    guard = DivergenceGuard()
     trainer = (PhageTrainer if phage else XembedTrainer)(
-        model=model, args=args, loss_fn=loss, train_stream=stream, validation=validation
+        model=model,
+        args=args,
+        loss_fn=loss,
+        train_stream=stream,
+        validation=validation,
+        callbacks=[guard],
     )
     resume = (
         get_last_checkpoint(args.output_dir)
@@ -144,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     best = trainer.state.best_metric
     if validation and best is None:
         best = trainer.evaluate()["eval_loss"]
+    check_converged(model, guard, trainer.state, args, best if validation else None)
 
     if trainer.is_world_process_zero():  # one writer: ranks hold the same weights
         model.save(args.output_dir)  # PHAGE: the plain encoder, no graph parts

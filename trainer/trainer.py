@@ -8,12 +8,14 @@ taxonomy + topology loss computed on each process's share of the batch, no gathe
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from contextlib import contextmanager
 
 import torch
+from torch import nn
 from torch.utils.data import DataLoader
-from transformers import Trainer
+from transformers import Trainer, TrainerCallback
 
 from trainer.data import (
     BatchStream,
@@ -57,6 +59,70 @@ def _local_loss(loss_fn):
         yield
     finally:
         inner.gather = gather
+
+
+def nonfinite_parameters(model: nn.Module) -> list[str]:
+    """Names of the parameters holding NaN or inf (one device-to-host copy for all of them)."""
+    named = list(model.named_parameters())
+    if not named:
+        return []
+    finite = torch.stack([torch.isfinite(p.detach()).all().cpu() for _, p in named]).tolist()
+    return [name for (name, _), ok in zip(named, finite, strict=True) if not ok]
+
+
+class TrainingDiverged(RuntimeError):
+    """The weights became NaN/inf, or no validation loss was finite: nothing is exported."""
+
+
+class DivergenceGuard(TrainerCallback):
+    """Stops training at the first log whose weights hold NaN or inf.
+
+    Once a step has put NaN into the weights every later step keeps it there, yet the run
+    would go on to its last step and export them: the Trainer's logged training loss filters
+    NaN out (``logging_nan_inf_filter``) and its best-checkpoint choice starts from an
+    infinite loss that a NaN validation loss never beats. Checked at each log (training and
+    validation), not each step, to cost nothing measurable; every rank holds the same
+    weights, so every rank stops at the same step.
+    """
+
+    def __init__(self):
+        self.step: int | None = None
+        self.parameters: list[str] = []
+
+    def on_log(self, args, state, control, model=None, **kwargs):
+        if self.step is None and model is not None:
+            bad = nonfinite_parameters(model)
+            if bad:
+                self.step, self.parameters = state.global_step, bad
+                control.should_training_stop = True
+
+
+def check_converged(
+    model: nn.Module, guard: DivergenceGuard, state, args, best: float | None
+) -> None:
+    """Raise :class:`TrainingDiverged` naming the step, the weights and what to change when
+    training diverged (the best checkpoint the Trainer loaded back does not hide it) or when
+    the best validation loss ``best`` (None: no validation) is not finite."""
+    bad = guard.parameters or nonfinite_parameters(model)
+    if not bad and (best is None or math.isfinite(best)):
+        return
+    step = guard.step if guard.step is not None else state.global_step
+    what = (
+        f"{len(bad)} weight tensors hold NaN or inf at step {step} (e.g. {bad[0]})"
+        if bad
+        else f"no validation loss was finite (up to step {step})"
+    )
+    kept = (
+        f"; the best checkpoint before that is {state.best_model_checkpoint} "
+        f"(validation loss {best:.4g})"
+        if state.best_model_checkpoint and best is not None and math.isfinite(best)
+        else ""
+    )
+    raise TrainingDiverged(
+        f"training diverged: {what}; nothing was exported or registered{kept}. Lower "
+        f"--learning_rate (was {args.learning_rate:g}), keep --max_grad_norm above 0 (was "
+        f"{args.max_grad_norm:g}), or train in bf16 rather than fp16"
+    )
 
 
 class _ListStream(torch.utils.data.IterableDataset):
