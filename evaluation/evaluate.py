@@ -53,7 +53,7 @@ from lake import (
     visible_versions,
     write_rows,
 )
-from lake.cli import finish, run_job
+from lake.cli import finish, flag_check, run_job
 from lake.tables import sql_string
 from retrieval.search import Bm25, DenseIndex, build_bm25_index
 from schemas import defaults
@@ -142,38 +142,6 @@ def parse_query_types(text: str) -> list[str]:
             f"--query-types: unknown {unknown}; known: {', '.join(defaults.QUERY_TYPES)}"
         )
     return wanted
-
-
-def parse_cutoffs(text: str) -> list[int]:
-    """The metric cutoffs of ``--cutoffs``: integers >= 1, sorted, each once.
-
-    >>> parse_cutoffs("100, 10,10")
-    [10, 100]
-    >>> parse_cutoffs("0,abc")
-    Traceback (most recent call last):
-    ValueError: --cutoffs: expected integers >= 1, got '0,abc'
-    """
-    try:
-        cutoffs = sorted({int(k) for k in text.split(",") if k.strip()})
-    except ValueError:
-        cutoffs = []
-    if not cutoffs or cutoffs[0] < 1:
-        raise ValueError(f"--cutoffs: expected integers >= 1, got {text!r}")
-    return cutoffs
-
-
-def flag_check(parse):
-    """argparse type that checks a flag's text with ``parse`` (a ValueError names the flag)
-    and keeps the text: the run's recorded arguments stay what the user wrote."""
-
-    def check(text: str) -> str:
-        try:
-            parse(text)
-        except ValueError as error:
-            raise argparse.ArgumentTypeError(str(error).split(": ", 1)[-1]) from None
-        return text
-
-    return check
 
 
 def search_dense(
@@ -462,7 +430,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--cutoffs",
-        type=flag_check(parse_cutoffs),
+        type=flag_check(metrics.parse_cutoffs),
         default=",".join(map(str, defaults.METRIC_CUTOFFS)),
         help="metric cutoffs k (hit@k, recall@k)",
     )
@@ -549,7 +517,7 @@ def evaluate_model(
             shared[key] = compute()
         return shared[key]
 
-    cutoffs = parse_cutoffs(args.cutoffs)
+    cutoffs = metrics.parse_cutoffs(args.cutoffs)
     dims = defaults.parse_dims(args.dims)
     wanted = parse_tasks(args.tasks)
     landscape = frozenset(args.landscape)

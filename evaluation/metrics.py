@@ -20,6 +20,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from lake.cli import flag_check, run_job
 from schemas import defaults
 
 SECTIONS = defaults.IPC_SECTIONS
@@ -80,6 +81,24 @@ def score_queries(
         for qid, rel in qrels.items()
         if rel
     }
+
+
+def parse_cutoffs(text: str) -> list[int]:
+    """Metric cutoffs (``--cutoffs``, ``--k``): integers >= 1, sorted, each once.
+
+    >>> parse_cutoffs("100, 10,10")
+    [10, 100]
+    >>> parse_cutoffs("0,abc")
+    Traceback (most recent call last):
+    ValueError: cutoffs: expected integers >= 1, got '0,abc'
+    """
+    try:
+        cutoffs = sorted({int(k) for k in text.split(",") if k.strip()})
+    except ValueError:
+        cutoffs = []
+    if not cutoffs or cutoffs[0] < 1:
+        raise ValueError(f"cutoffs: expected integers >= 1, got {text!r}")
+    return cutoffs
 
 
 def parse_metric(name: str) -> tuple[str, int | None]:
@@ -147,8 +166,22 @@ def _row(lang, view, section, name, value, n):
 # --- TREC files --------------------------------------------------------------------------------
 
 
+def _number(path: str, lineno: int, field: str, text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"{path}:{lineno}: {field} {text!r} is not a number") from None
+    if math.isnan(value):  # it compares false with everything: it would rank first
+        raise ValueError(f"{path}:{lineno}: {field} is NaN")
+    return value
+
+
 def read_run(path: str) -> dict[str, list[tuple[str, float]]]:
+    """A TREC run: qid -> [(docid, score)]. Refuses, naming the line, a score that is not a
+    number or is NaN, and a document listed twice for one query (trec_eval refuses such a run
+    too; counted twice it would push every document after it one rank down)."""
     run: dict[str, list[tuple[str, float]]] = defaultdict(list)
+    first_line: dict[tuple[str, str], int] = {}
     with open(path, encoding="utf-8") as f:
         for lineno, line in enumerate(f, 1):
             parts = line.split()
@@ -158,11 +191,19 @@ def read_run(path: str) -> dict[str, list[tuple[str, float]]]:
                 raise ValueError(
                     f"{path}:{lineno}: expected 'qid Q0 docid rank score tag', got {line!r}"
                 )
-            run[parts[0]].append((parts[2], float(parts[4])))
+            qid, doc = parts[0], parts[2]
+            seen = first_line.setdefault((qid, doc), lineno)
+            if seen != lineno:
+                raise ValueError(
+                    f"{path}:{lineno}: document {doc} is listed twice for query {qid} "
+                    f"(also line {seen})"
+                )
+            run[qid].append((doc, _number(path, lineno, "score", parts[4])))
     return dict(run)
 
 
 def read_qrels(path: str) -> dict[str, set[str]]:
+    """TREC qrels: qid -> the documents with relevance > 0."""
     qrels: dict[str, set[str]] = defaultdict(set)
     with open(path, encoding="utf-8") as f:
         for lineno, line in enumerate(f, 1):
@@ -171,7 +212,7 @@ def read_qrels(path: str) -> dict[str, set[str]]:
                 continue
             if len(parts) != 4:
                 raise ValueError(f"{path}:{lineno}: expected 'qid 0 docid relevance', got {line!r}")
-            if float(parts[3]) > 0:
+            if _number(path, lineno, "relevance", parts[3]) > 0:
                 qrels[parts[0]].add(parts[2])
     return dict(qrels)
 
@@ -199,8 +240,11 @@ def read_meta(path: str) -> dict[str, dict]:
         header = f.readline().rstrip("\n").split("\t")
         if header[:4] != ["qid", "lang", "view", "ipc_section"]:
             raise ValueError(f"{path}: header must be qid, lang, view, ipc_section; got {header}")
-        for line in f:
-            qid, lang, view, section = line.rstrip("\n").split("\t")[:4]
+        for lineno, line in enumerate(f, 2):
+            fields = line.rstrip("\n").split("\t")
+            if len(fields) < 4:
+                raise ValueError(f"{path}:{lineno}: expected 4 tab-separated fields, got {line!r}")
+            qid, lang, view, section = fields[:4]
             meta[qid] = {"lang": lang, "view": view, "ipc_section": section or None}
     return meta
 
@@ -212,7 +256,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--query-meta", default=None, help="TSV qid, lang, view, ipc_section (for the macro)"
     )
-    parser.add_argument("--k", default=",".join(map(str, DEFAULT_CUTOFFS)))
+    parser.add_argument(
+        "--k", default=",".join(map(str, DEFAULT_CUTOFFS)), type=flag_check(parse_cutoffs)
+    )
     parser.add_argument(
         "--complete",
         action="store_true",
@@ -220,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
         "(trec_eval -c); by default only the run's queries count, as in trec_eval",
     )
     args = parser.parse_args(argv)
-    cutoffs = [int(k) for k in args.k.split(",")]
+    cutoffs = parse_cutoffs(args.k)
     run, qrels = read_run(args.run), read_qrels(args.qrels)
     if not args.complete:
         qrels = {qid: rel for qid, rel in qrels.items() if qid in run}
@@ -245,4 +291,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_job("metrics", main))

@@ -9,6 +9,7 @@ interpreter's last full garbage collections.
 
 from __future__ import annotations
 
+import argparse
 import gc
 import os
 import sys
@@ -75,3 +76,17 @@ def finish(code: int | None) -> NoReturn:
     """
     gc.freeze()
     sys.exit(code)
+
+
+def flag_check(parse):
+    """argparse type that checks a flag's text with ``parse`` (a ValueError names the flag)
+    and keeps the text: the run's recorded arguments stay what the user wrote."""
+
+    def check(text: str) -> str:
+        try:
+            parse(text)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error).split(": ", 1)[-1]) from None
+        return text
+
+    return check

@@ -1,10 +1,12 @@
 """Metrics agree with ranx; IPC-section macro and the 12-way overall by hand."""
 
+import json
 import random
 
 import pytest
 from ranx import Qrels, Run, evaluate
 
+from evaluation import metrics
 from evaluation.metrics import (
     aggregate,
     ranked,
@@ -90,3 +92,44 @@ def test_ipc_section_macro_and_overall_by_hand():
     assert (
         out[("zh", "ABS", "MACRO")]["metric"] == "hit" and out[("zh", "ABS", "MACRO")]["k"] == 100
     )
+
+
+@pytest.mark.parametrize(
+    "run_lines, qrels_lines, message",
+    [
+        # a NaN compares false with every score: the relevant document ranked first
+        (["q1 Q0 d1 1 0.9 t", "q1 Q0 d2 2 nan t"], ["q1 0 d2 1"], r"run.trec:2: score is NaN"),
+        # counted twice, d1 pushed d2 from rank 2 to 3 (trec_eval refuses such a run)
+        (
+            ["q1 Q0 d1 1 0.9 t", "q1 Q0 d1 2 0.8 t", "q1 Q0 d2 3 0.7 t"],
+            ["q1 0 d2 1"],
+            r"run.trec:2: document d1 is listed twice for query q1 \(also line 1\)",
+        ),
+        (["q1 Q0 d1 1 high t"], ["q1 0 d1 1"], r"run.trec:1: score 'high' is not a number"),
+        (["q1 Q0 d1 1 0.9 t"], ["q1 0 d1 yes"], r"qrels.txt:1: relevance 'yes' is not a number"),
+    ],
+)
+def test_trec_files_that_would_score_wrongly_are_refused_naming_the_line(
+    run_lines, qrels_lines, message, tmp_path
+):
+    (tmp_path / "run.trec").write_text("\n".join(run_lines) + "\n")
+    (tmp_path / "qrels.txt").write_text("\n".join(qrels_lines) + "\n")
+    argv = ["--run", str(tmp_path / "run.trec"), "--qrels", str(tmp_path / "qrels.txt")]
+    with pytest.raises(ValueError, match=message):
+        metrics.main(argv)
+
+
+def test_metrics_flags_and_query_meta_are_checked(tmp_path, capsys):
+    (tmp_path / "run.trec").write_text("q1 Q0 d1 1 0.9 t\nq1 Q0 d2 2 0.8 t\n")
+    (tmp_path / "qrels.txt").write_text("q1 0 d2 1\n")
+    (tmp_path / "meta.tsv").write_text("qid\tlang\tview\tipc_section\nq1\ten\n")
+    files = ["--run", str(tmp_path / "run.trec"), "--qrels", str(tmp_path / "qrels.txt")]
+    with pytest.raises(SystemExit) as usage:
+        metrics.main([*files, "--k", "0,x"])
+    assert usage.value.code == 2
+    assert "argument --k: expected integers >= 1, got '0,x'" in capsys.readouterr().err
+    with pytest.raises(ValueError, match=r"meta.tsv:2: expected 4 tab-separated fields"):
+        metrics.main([*files, "--query-meta", str(tmp_path / "meta.tsv")])
+    assert metrics.main([*files, "--k", "1,2"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["mean"]["hit@1"] == 0.0 and result["mean"]["hit@2"] == 1.0
