@@ -35,8 +35,26 @@ MINING_INPUTS = {"tac": ("candidates", "id"), "query": ("queries", "key")}
 
 
 def read_table(path: str, columns: list[str]) -> pa.Table:
+    """``columns`` of the input; a missing column, or a null id or text, is an error naming
+    the column, the row and (for a null text) its id."""
     fmt = "json" if path.endswith((".jsonl", ".json")) else "parquet"
-    return ds.dataset(path, format=fmt).to_table(columns=columns)
+    dataset = ds.dataset(path, format=fmt)
+    missing = [c for c in columns if c not in dataset.schema.names]
+    if missing:
+        raise ValueError(
+            f"{path}: no column {', '.join(map(repr, missing))} (it has "
+            f"{', '.join(dataset.schema.names)}; see --id-column / --text-column / --lang-column)"
+        )
+    table = dataset.to_table(columns=columns)
+    for column in columns[:2]:  # id, text
+        nulls = table.column(column).null_count
+        if nulls:
+            row = table.column(column).is_null().to_pylist().index(True)
+            which = "" if column == columns[0] else f" (id {table.column(columns[0])[row]})"
+            raise ValueError(
+                f"{path}: {column} is null in {nulls} rows, the first row {row}{which}"
+            )
+    return table
 
 
 def encode_table(
@@ -107,11 +125,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.query and not args.lang_column:
         print("note: --query without --lang-column uses the English instruction", file=sys.stderr)
 
+    columns = [args.id_column, args.text_column] + ([args.lang_column] if args.lang_column else [])
+    table = read_table(args.input, columns)  # before the model loads: a bad input fails fast
     encoder = Encoder.from_pretrained(resolve(args.model))
     if args.max_length:
         encoder.encoder_config.max_length = args.max_length
-    columns = [args.id_column, args.text_column] + ([args.lang_column] if args.lang_column else [])
-    table = read_table(args.input, columns)
     emb = encode_table(
         encoder, table, args.text_column, args.lang_column, args.query, args.batch_size, args.dims
     )

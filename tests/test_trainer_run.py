@@ -243,3 +243,30 @@ def test_encode_cli_writes_the_encoders_embeddings(tmp_path):
     )
     assert out["id"] == ["a", "b"]
     assert torch.allclose(torch.tensor(out["embedding"]), expected, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "columns, message",
+    [
+        # the tokenizer failed on the null with "TextEncodeInput must be Union[...]"
+        (
+            {"id": ["a", "b"], "text": ["a cup", None]},
+            r"text is null in 1 rows, the first row 1 \(id b\)",
+        ),
+        ({"id": ["a", None], "text": ["a cup", "a lid"]}, r"id is null in 1 rows, the first row 1"),
+        ({"id": ["a"], "body": ["a cup"]}, r"no column 'text' \(it has id, body"),
+    ],
+)
+def test_encode_cli_names_a_missing_column_or_null_before_loading_the_model(
+    columns, message, tmp_path
+):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from evaluation import encode
+
+    pq.write_table(pa.table(columns), tmp_path / "in.parquet")
+    argv = ["--model", "/no/such/model", "--input", str(tmp_path / "in.parquet")]
+    with pytest.raises(ValueError, match=message):  # the model path is never looked at
+        encode.main([*argv, "--out", str(tmp_path / "out.parquet")])
+    assert not (tmp_path / "out.parquet").exists()
