@@ -4,8 +4,10 @@
     python -m spark_jobs.sql --lake data/lake -e "SELECT * FROM eval_metrics LIMIT 5"
 
 Every table under the lake root is registered as a temporary view named after its path
-(eval/metrics -> eval_metrics, silver/patents -> silver_patents); nothing is written to a
-metastore.
+(eval/metrics -> eval_metrics, silver/patents -> silver_patents), at the version a job would
+read: the newest one a successful run published (README "Reliability"), so the rows of a
+failed or killed run are not shown; the versions left out are named on stderr. Nothing is
+written to a metastore.
 """
 
 from __future__ import annotations
@@ -18,6 +20,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+from lake import build_session
+from lake.snapshots import succeeded_runs, visible
+from lake.tables import table_exists, table_path
 from schemas import TABLES
 
 
@@ -25,16 +30,43 @@ def view_name(table: str) -> str:
     return table.replace("/", "_")
 
 
-def init_sql(lake: str) -> str:
-    """CREATE TEMPORARY VIEW statements for the tables that exist under ``lake``."""
+def init_sql(lake: str, versions: dict[str, int]) -> str:
+    """CREATE TEMPORARY VIEW statements for the tables of ``versions`` (name -> version).
+
+    >>> print(init_sql("s3a://b/lake", {"eval/metrics": 4}), end="")
+    CREATE TEMPORARY VIEW eval_metrics AS SELECT * FROM delta.`s3a://b/lake/eval/metrics` VERSION AS OF 4;
+    """
     root = lake if "://" in lake else str(Path(lake).resolve())
-    lines = []
-    for name in TABLES:
-        if "://" in root or (Path(root) / name / "_delta_log").is_dir():
-            lines.append(
-                f"CREATE TEMPORARY VIEW {view_name(name)} USING delta OPTIONS (path '{root}/{name}');"
-            )
+    lines = [
+        f"CREATE TEMPORARY VIEW {view_name(name)} AS SELECT * FROM delta.`{root}/{name}` "
+        f"VERSION AS OF {version};"
+        for name, version in versions.items()
+    ]
     return "\n".join(lines) + "\n"
+
+
+def published_versions(spark, lake: str) -> dict[str, int]:
+    """The version of each existing lake table that a job would read (what successful runs
+    published); what is left out is said on stderr."""
+    runs = succeeded_runs(spark, lake)
+    versions = {}
+    for name in TABLES:
+        if not table_exists(spark, table_path(lake, name)):
+            continue
+        try:
+            snapshot = visible(spark, lake, name, runs)
+        except FileNotFoundError as only_failed:
+            print(f"sql: {view_name(name)} not registered: {only_failed}", file=sys.stderr)
+            continue
+        versions[name] = snapshot.version
+        if snapshot.hidden:
+            print(
+                f"sql: {view_name(name)} shows version {snapshot.version}, not "
+                f"{', '.join(map(str, sorted(snapshot.hidden)))} (written by runs that did not "
+                "succeed)",
+                file=sys.stderr,
+            )
+    return versions
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,7 +78,11 @@ def main(argv: list[str] | None = None) -> int:
     spark_sql = shutil.which("spark-sql") or str(Path(sys.executable).parent / "spark-sql")
     with tempfile.TemporaryDirectory(prefix="xembed-sql-") as tmp:
         init = Path(tmp) / "init.sql"
-        init.write_text(init_sql(args.lake))
+        spark = build_session("xembed-sql", "local[1]")
+        try:
+            init.write_text(init_sql(args.lake, published_versions(spark, args.lake)))
+        finally:
+            spark.stop()
         cmd = [
             spark_sql,
             "--master",

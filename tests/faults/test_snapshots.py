@@ -17,7 +17,7 @@ from deltalake import DeltaTable
 from pyspark.sql import functions as F
 
 from lake import MixedLakeError, jvm
-from spark_jobs import curate, ingest, split
+from spark_jobs import curate, ingest, split, sql
 from spark_jobs.lib.sample.generate import generate
 from tests.conftest import copy_lake
 
@@ -60,7 +60,9 @@ def _kill_after_first_commit(lake: str, source: str, table: str, scratch: Path) 
     assert any(scratch.glob("blockmgr-*"))  # what the killed JVM left is the test's to remove
 
 
-def test_a_run_killed_between_commits_is_invisible_and_a_rerun_repairs(spark, pipeline, tmp_path):
+def test_a_run_killed_between_commits_is_invisible_and_a_rerun_repairs(
+    spark, pipeline, tmp_path, capsys
+):
     lake = copy_lake(pipeline, tmp_path)
     good = _last_run(spark, lake, "ingest")
     other = str(tmp_path / "other")
@@ -72,12 +74,25 @@ def test_a_run_killed_between_commits_is_invisible_and_a_rerun_repairs(spark, pi
     assert DeltaTable(f"{lake}/bronze/citations").version() == good.outputs["bronze/citations"]
     assert _last_run(spark, lake, "ingest").run_id == good.run_id
 
+    # `make sql` shows what the jobs read: the killed run's publications are not in its view
+    versions = sql.published_versions(spark, lake)
+    assert versions["bronze/publications"] == good.outputs["bronze/publications"]
+    assert "bronze_publications shows version" in capsys.readouterr().err
+    view = next(
+        line
+        for line in sql.init_sql(lake, versions).splitlines()
+        if " bronze_publications " in line
+    )
+    spark.sql(view.rstrip(";"))
+    shown = spark.sql("SELECT publication_number FROM bronze_publications").toPandas()
+    old = DeltaTable(f"{lake}/bronze/publications", version=good.outputs["bronze/publications"])
+    assert sorted(shown.publication_number) == sorted(old.to_pandas().publication_number)
+
     curate.run(spark, lake)  # reads the publications of the last successful ingest
     assert _last_run(spark, lake, "curate").inputs == {
         "bronze/publications": good.outputs["bronze/publications"]
     }
     patents = DeltaTable(f"{lake}/silver/patents").to_pandas()
-    old = DeltaTable(f"{lake}/bronze/publications", version=good.outputs["bronze/publications"])
     assert set(patents.publication_number) <= set(old.to_pandas().publication_number)
     split.run(spark, lake, date(2025, 1, 1))  # ... and split the citations of that same run
     assert (
