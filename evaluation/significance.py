@@ -18,9 +18,17 @@ from collections import defaultdict
 from datetime import UTC, datetime
 
 import numpy as np
+from pyspark.sql import functions as F
 
 from evaluation.metrics import SECTIONS, metrics_from_ranks
-from lake import add_lake_arguments, build_session, positive_int, read_pandas, write_rows
+from lake import (
+    add_lake_arguments,
+    build_session,
+    positive_int,
+    read_pandas,
+    read_table,
+    write_rows,
+)
 from lake.cli import run_job
 from schemas import defaults
 
@@ -111,6 +119,19 @@ def metric_cutoff(metric: str, k: int) -> int | None:
     return None if metric == "mrr" else (10 if metric == "ndcg" else k)
 
 
+def searched_depth(spark, lake: str, runs: list[str]) -> dict[str, int]:
+    """run_id -> how deep it searched: its largest retrieval cutoff in eval/metrics."""
+    rows = (
+        read_table(spark, lake, "eval/metrics")
+        .where(F.col("run_id").isin(runs) & (F.col("task") == "retrieval"))
+        .where(F.col("metric") == "hit")
+        .groupBy("run_id")
+        .agg(F.max("k").alias("depth"))
+        .collect()
+    )
+    return {r["run_id"]: int(r["depth"]) for r in rows}
+
+
 def parse_pairs(args: argparse.Namespace, parser: argparse.ArgumentParser) -> list[tuple]:
     split = [(text, text.partition(":")) for text in args.pair or []]
     pairs = [(a, b) for _, (a, _, b) in split]
@@ -169,6 +190,32 @@ def main(argv: list[str] | None = None) -> int:
         if dim is None:
             parser.error(f"run {run!r} has dims {sorted(dims)}, not {args.dim}")
         rows_of[run] = rows[rows.dim == dim].to_dict("records")
+    depth = searched_depth(spark, args.lake, list(rows_of))
+    deepest = max((metric_cutoff(m, args.k) or 0) for m in metrics)
+    for run in rows_of:
+        if deepest > depth.get(run, 0):
+            # eval/per_query keeps the ranks within the run's depth: a deeper cutoff would
+            # count only what the run searched and report it under the deeper label
+            parser.error(
+                f"run {run!r} searched {depth.get(run, 0)} deep (its largest --cutoffs), so "
+                f"@{deepest} cannot be scored; pass --k {depth.get(run, 0)} or less, or rerun "
+                f"evaluate with --cutoffs ...,{deepest}"
+            )
+
+    keys = {run: {(r["query_id"], r["view"]) for r in rows} for run, rows in rows_of.items()}
+    for run_a, run_b in pairs:  # every pair checked before anything is written
+        shared = len(keys[run_a] & keys[run_b])
+        if not shared:
+            parser.error(
+                f"runs {run_a!r} and {run_b!r} share no query view: they were evaluated on "
+                "different inputs or query types"
+            )
+        if shared < max(len(keys[run_a]), len(keys[run_b])):
+            print(
+                f"note: {run_b} vs {run_a}: tested on the {shared} query views both runs hold "
+                f"({run_a}: {len(keys[run_a])}, {run_b}: {len(keys[run_b])})",
+                file=sys.stderr,
+            )
 
     now = datetime.now(UTC)
     for run_a, run_b in pairs:

@@ -55,7 +55,7 @@ def _evaluate(lake_uri: str, inputs: str, model: str, name: str, *extra: str) ->
 @pytest.mark.spark
 @pytest.mark.integration
 def test_end_to_end_on_a_file_uri_lake_tables_report_significance_and_sql(
-    spark, pipeline, tmp_path, monkeypatch
+    spark, pipeline, tmp_path, monkeypatch, capsys
 ):
     _, _, lake, _ = pipeline
     lake_uri = Path(lake).as_uri()  # file:///...: evaluation works on any Spark URI
@@ -211,6 +211,11 @@ def test_end_to_end_on_a_file_uri_lake_tables_report_significance_and_sql(
     )
     sig = DeltaTable(f"{lake}/eval/significance").to_pandas()
     assert ((sig.p_value > 0) & (sig.p_value <= 1)).all() and "ALL" in set(sig.lang)
+    # e2e-bm25 searched 100 deep (--cutoffs 10,20,100): hit@200 would have been its hit@100
+    with pytest.raises(SystemExit):
+        significance.main(["--lake", lake_uri, "--a", "e2e-bm25", "--b", "e2e-base", "--k", "200"])
+    assert "run 'e2e-bm25' searched 100 deep" in capsys.readouterr().err
+    assert DeltaTable(f"{lake}/eval/significance").to_pandas().k.max() == 100  # nothing written
     summary = report.summary_table(
         metrics, sig, ["e2e-bm25", "e2e-base"], 64, "e2e-bm25", "e2e-base"
     )
