@@ -281,7 +281,10 @@ def evaluate(models: str, names: str) -> str:
             "path); empty: the profile's, which for cpu-small (a decoder) PHAGE refuses",
         ),
         "run_tag": Param(
-            "", type="string", description="suffix of run ids; empty: the logical date"
+            "",
+            type="string",
+            pattern=f"^({defaults.LABEL_PATTERN})?$",
+            description="suffix of run ids; empty: the logical date",
         ),
     },
 )

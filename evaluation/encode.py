@@ -25,8 +25,9 @@ import pyarrow.parquet as pq
 from pyspark.sql import functions as F
 from torch.nn import functional
 
-from lake import build_session, positive_int, table_path, write_table
+from lake import build_session, label, positive_int, table_path, write_table
 from lake.cli import finish, run_job
+from lake.tables import sql_string
 from trainer.encoder import Encoder
 from trainer.models import resolve
 
@@ -91,7 +92,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=None, help="output Parquet file")
     parser.add_argument("--lake", default=None, help="write to <lake>/index/embeddings instead")
     parser.add_argument("--master", default=None, help="Spark master of the lake write")
-    parser.add_argument("--encoder-name", default=None, help="encoder name in index/embeddings")
+    parser.add_argument(
+        "--encoder-name", default=None, type=label, help="encoder name in index/embeddings"
+    )
     parser.add_argument(
         "--kind",
         choices=["tac", "query"],
@@ -172,7 +175,7 @@ def write_lake(
         frame,
         lake,
         "index/embeddings",
-        replace_where=f"encoder = '{encoder}' AND kind = '{kind}'",
+        replace_where=f"encoder = {sql_string(encoder)} AND kind = {sql_string(kind)}",
     )
 
 

@@ -49,6 +49,7 @@ from lake import (
     build_session,
     fs,
     join,
+    label,
     positive_int,
     visible_versions,
     write_rows,
@@ -420,6 +421,7 @@ def main(argv: list[str] | None = None) -> int:
         "--name",
         required=True,
         nargs="+",
+        type=label,
         help="row label in the tables (e.g. xembed, sft, bm25), one per --model",
     )
     parser.add_argument(
@@ -477,9 +479,14 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--name values must differ: {args.name}")
     if len(args.model) > 1 and args.run_id and "{name}" not in args.run_id:
         parser.error("several models need a --run-id template holding {name}, e.g. '{name}-ci'")
-    spark = build_session("xembed-evaluate", args.master)
     template = args.run_id or f"{{name}}-{datetime.now(UTC):%Y%m%dT%H%M%S}"
     run_ids = [template.replace("{name}", name) for name in args.name]
+    for run_id in run_ids:  # <lake>/runs/<run id> is a folder: no '/', '..', quotes
+        try:
+            defaults.check_label(run_id, "--run-id")
+        except ValueError as error:
+            parser.error(str(error))
+    spark = build_session("xembed-evaluate", args.master)
     # Each model is its own run (meta/job_runs); all stay open until the one write of the
     # eval tables below (3 Delta commits for the process, not 3 per model), so a run is
     # recorded as succeeded only once its rows are in, and a failure fails them all. What

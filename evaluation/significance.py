@@ -30,6 +30,7 @@ from lake import (
     write_rows,
 )
 from lake.cli import run_job
+from lake.tables import sql_string
 from schemas import defaults
 
 
@@ -233,7 +234,8 @@ def main(argv: list[str] | None = None) -> int:
                 rows,
                 args.lake,
                 "eval/significance",
-                replace_where=f"run_a = '{run_a}' AND run_b = '{run_b}' AND dim = {args.dim} "
+                replace_where=f"run_a = {sql_string(run_a)} AND run_b = {sql_string(run_b)} "
+                f"AND dim = {args.dim} "
                 f"AND {metric_k}",
             )
             print(f"{run_b} vs {run_a}: {metric}" + (f"@{k}" if k else ""))

@@ -19,6 +19,7 @@ from pathlib import Path
 from expectations.suites import SUITES, suite_for, tables_queried
 from lake import build_session, table_exists, table_path, visible_versions, write_table
 from lake.cli import finish, run_job
+from lake.tables import sql_string
 from schemas import TABLES
 from schemas import table as table_spec
 
@@ -143,13 +144,13 @@ def validate(
     context.build_data_docs(site_names=[SITE_NAME])
     if rows:
         frame = spark.createDataFrame(rows, table_spec("dq/results").spark_schema())
-        names = ", ".join(f"'{t}'" for t in tables)
+        names = ", ".join(map(sql_string, tables))
         write_table(
             spark,
             frame,
             lake,
             "dq/results",
-            replace_where=f"run_id = '{run_id}' AND table_name IN ({names})",
+            replace_where=f"run_id = {sql_string(run_id)} AND table_name IN ({names})",
         )
     return rows
 

@@ -14,6 +14,7 @@ from lake.session import (
     build_session,
     iso_date,
     job_arguments,
+    label,
     landscape,
     positive_int,
 )
@@ -44,6 +45,7 @@ __all__ = [
     "iso_date",
     "job_arguments",
     "join",
+    "label",
     "landscape",
     "latest_version",
     "positive_int",

@@ -11,7 +11,7 @@ from datetime import date
 from pyspark import SparkConf
 from pyspark.sql import SparkSession
 
-from schemas.defaults import IPC_SECTIONS
+from schemas.defaults import IPC_SECTIONS, check_label
 
 DEFAULT_LAKE = os.environ.get("XEMBED_LAKE", "./data/lake")
 if os.environ.get("SPARK_REMOTE"):
@@ -142,6 +142,14 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
     return value
+
+
+def label(text: str) -> str:
+    """argparse type: a run id, name or id (``schemas.defaults.LABEL_PATTERN``)."""
+    try:
+        return check_label(text, "label")
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error).split(": ", 1)[1]) from None
 
 
 def iso_date(text: str) -> date:

@@ -6,6 +6,8 @@ these, so a change here changes every default at once.
 
 from __future__ import annotations
 
+import re
+
 # Text views of a patent in silver/views (FIC: first independent claim).
 VIEWS = ("ABS", "CLAIM", "DESC", "TAC", "FIC", "TITLE")
 # The paper's four query views: Stage II training queries and evaluation queries.
@@ -78,3 +80,25 @@ def parse_dims(text: str) -> list[int | None]:
     if not dims or any(d is not None and d < 1 for d in dims):
         raise ValueError(f"dims: expected integers >= 1 or 'full', got {text!r}")
     return dims
+
+
+#: run ids, model names and ids, encoder names: they become folder names (``<lake>/runs/<run
+#: id>``) and values in the lake's SQL predicates, so no path separator, quote or space
+LABEL_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._+=@-]{0,127}"
+
+
+def check_label(text: str, what: str) -> str:
+    """``text`` if it is a valid run id / name (``LABEL_PATTERN``), else a ValueError.
+
+    >>> check_label("r4-matched-r3-20261204T100000", "--run-id")
+    'r4-matched-r3-20261204T100000'
+    >>> check_label("../x", "--run-id")
+    Traceback (most recent call last):
+    ValueError: --run-id: expected letters, digits and . _ + = @ - (first a letter or digit, at most 128), got '../x'
+    """
+    if not re.fullmatch(LABEL_PATTERN, text):
+        raise ValueError(
+            f"{what}: expected letters, digits and . _ + = @ - (first a letter or digit, at "
+            f"most 128), got {text!r}"
+        )
+    return text

@@ -139,11 +139,22 @@ def test_the_evaluation_list_params_are_checked_when_a_run_is_triggered(dag):
     whole pipeline had run; the params' patterns refuse it at trigger time."""
     from airflow.sdk.definitions.param import ParamValidationError
 
-    good = {"cutoffs": "10, 100", "query_types": "all", "eval_tasks": "retrieval,inscope"}
-    bad = {"cutoffs": "0,abc", "query_types": "ABS,FOO", "eval_tasks": "retrieval,nope"}
+    good = {
+        "cutoffs": "10, 100",
+        "query_types": "all",
+        "eval_tasks": "retrieval,inscope",
+        "run_tag": "v2.1",
+    }
+    bad = {
+        "cutoffs": "0,abc",
+        "query_types": "ABS,FOO",
+        "eval_tasks": "retrieval,nope",
+        "run_tag": "../v2",  # run ids are folders under <lake>/runs and SQL values
+    }
     for name, value in good.items():
         assert dag.params.get_param(name).resolve(value) == value
-        assert dag.params.get_param(name).resolve(dag.params[name])  # the default passes
+        if name != "run_tag":  # its default, empty, means the logical date
+            assert dag.params.get_param(name).resolve(dag.params[name])  # the default passes
         with pytest.raises(ParamValidationError, match="does not match"):
             dag.params.get_param(name).resolve(bad[name])
     assert dag.params.get_param("query_types").resolve("abs,TAC") == "abs,TAC"

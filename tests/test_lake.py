@@ -159,6 +159,23 @@ def test_finish_keeps_the_exit_status_atexit_handlers_and_buffered_output(tmp_pa
             "--dims: must be >= 1, got -3",
         ),
         ("evaluation.significance", ["--k", "0"], "--k: must be >= 1, got 0"),
+        # run ids and names become folders (<lake>/runs/<run id>) and SQL values
+        (
+            "evaluation.evaluate",
+            ["--inputs", "i", "--model", "m", "--name", "a/b"],
+            "argument --name: expected letters, digits and . _ + = @ -",
+        ),
+        (
+            "evaluation.evaluate",
+            ["--inputs", "i", "--model", "m", "--name", "x", "--run-id", "../{name}"],
+            "--run-id: expected letters, digits and . _ + = @ - (first a letter or digit, "
+            "at most 128), got '../x'",
+        ),
+        (
+            "evaluation.encode",
+            ["--model", "m", "--retrieval", "r", "--kind", "tac", "--encoder-name", "e' OR 1=1"],
+            "argument --encoder-name: expected letters",
+        ),
     ],
 )
 def test_job_flags_refuse_bad_values_by_name_before_spark_starts(module, argv, message, capsys):

@@ -184,3 +184,13 @@ def test_matryoshka_dims_and_weights_are_checked_when_parsed(dims, weights, mess
         parse([*argv, "--matryoshka_dims", dims, "--matryoshka_weights", weights])
     _, _, args = parse(argv)
     assert args.dims() == [64, None] and args.weights() == [0.6, 0.4]
+
+
+def test_a_model_id_that_is_no_label_is_refused_when_parsed(tmp_path):
+    """The id is a value in the registry's SQL predicate: a quote broke (or widened) it."""
+    from trainer.arguments import parse
+
+    argv = ["--model_name_or_path", "m", "--train_data", "d", "--output_dir", str(tmp_path)]
+    with pytest.raises(ValueError, match=r"--model_id: expected letters, .* got \"x' OR 'a'='a\""):
+        parse([*argv, "--model_id", "x' OR 'a'='a"])
+    assert parse([*argv, "--model_id", "stage1-v2"])[2].model_id == "stage1-v2"

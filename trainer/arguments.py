@@ -138,6 +138,8 @@ class XembedTrainingArguments(TrainingArguments):
 
     def __post_init__(self):
         super().__post_init__()
+        if self.model_id is not None:
+            defaults.check_label(self.model_id, "--model_id")
         if self.stage not in STAGES:
             raise ValueError(f"--stage must be one of {STAGES}, got {self.stage!r}")
         if self.stage == "stage2" and not self.init_model:

@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from lake import build_session, write_rows
+from lake.tables import sql_string
 
 
 def registry_row(**fields) -> dict:
@@ -37,5 +38,9 @@ def write_registry(
         return
     spark = build_session("xembed-registry", master)
     write_rows(
-        spark, [row], lake, "models/registry", replace_where=f"model_id = '{row['model_id']}'"
+        spark,
+        [row],
+        lake,
+        "models/registry",
+        replace_where=f"model_id = {sql_string(row['model_id'])}",
     )
