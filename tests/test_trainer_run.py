@@ -134,6 +134,17 @@ def test_resume_continues_the_step_count(shard, tmp_path):
     assert first["global_step"] == 10 and second["global_step"] == 15
     losses = [e["step"] for e in second["log_history"] if "loss" in e]
     assert losses == [5, 10, 15]  # steps 1-10 were not trained again
+    # other shards into the same folder: the run went on from step 15 on other data, with
+    # the first data's best validation loss and the second's hash in the registry
+    other = write_sample_stage1_shards(tmp_path / "other", n_patents=60, seed=5)
+    common[common.index(shard)] = str(tmp_path / "other")
+    with pytest.raises(ValueError, match=r"--resume: .*checkpoint-15 belongs to another run "):
+        train.main([*common, "--max_steps", "20", "--resume", "true"])
+    assert (
+        other["content_hash"]
+        != json.loads(Path(shard, "_manifest.json").read_text())["content_hash"]
+    )
+    assert state(out)["global_step"] == 15
 
 
 def test_a_diverged_run_fails_and_exports_nothing(shard, tmp_path):

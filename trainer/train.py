@@ -83,6 +83,14 @@ def main(argv: list[str] | None = None) -> int:
             f"{data_args.train_data} holds {manifest.get('dataset')!r} data; --stage phage "
             "trains on `export_training --dataset phage` shards and only --stage phage does"
         )
+    resume = (
+        get_last_checkpoint(args.output_dir)
+        if args.resume and Path(args.output_dir).exists()
+        else None
+    )
+    # before the model loads: a resume into another run's checkpoints fails fast
+    identity = _run_identity(model_args, data_args, args, manifest)
+    check_resumable(args.output_dir, resume, identity, write=args.process_index == 0)
     encoder, base_path = build_encoder(model_args, args)
     model = PhageEncoder(encoder, graph=args.graph_attention) if phage else encoder
     stream_class = PhageStream if phage else BatchStream  # its reader reads the validation too
@@ -141,11 +149,6 @@ def main(argv: list[str] | None = None) -> int:
         validation=validation,
         callbacks=[guard],
     )
-    resume = (
-        get_last_checkpoint(args.output_dir)
-        if args.resume and Path(args.output_dir).exists()
-        else None
-    )
     result = trainer.train(resume_from_checkpoint=resume)
     best = trainer.state.best_metric
     if validation and best is None:
@@ -180,6 +183,63 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
     return 0
+
+
+RUN_IDENTITY = "xembed_run.json"
+
+
+def _run_identity(model_args, data_args, args, manifest: dict) -> dict:
+    """What fixes the batches a resumed run skips and the validation its best loss was
+    measured on: a resume with any of it changed would mix two runs under one registry row."""
+    validation = data_args.validation_data
+    return {
+        "stage": args.stage,
+        "recipe": data_args.recipe,
+        "model": _absolute(args.init_model or model_args.model_name_or_path),
+        "train_data": manifest.get("content_hash"),
+        "validation_data": read_manifest(validation).get("content_hash") if validation else None,
+        "validation_size": data_args.validation_size,
+        "seed": args.seed,
+        "global_batch_size": args.per_device_train_batch_size * max(1, args.world_size),
+        "gradient_accumulation_steps": args.gradient_accumulation_steps,
+        "buffer_size": data_args.buffer_size,
+        "max_chars": data_args.max_chars,
+    }
+
+
+def _absolute(path: str) -> str:
+    """A local path as an absolute one (``builtin:...`` and other names as given)."""
+    return str(Path(path).resolve()) if Path(path).exists() else path
+
+
+def check_resumable(
+    output_dir: str, checkpoint: str | None, identity: dict, write: bool = True
+) -> None:
+    """On a fresh run record ``identity`` in ``output_dir`` (``write``: one process does);
+    on ``--resume`` refuse to go on from a checkpoint that another identity (other data,
+    seed or batch size) trained."""
+    path = Path(output_dir) / RUN_IDENTITY
+    if checkpoint is None:
+        if not write:
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(identity, indent=2, sort_keys=True))
+        return
+    if not path.exists():
+        print(
+            f"[train] note: {path} is missing: cannot check that {checkpoint} was trained on "
+            "the same data and settings",
+            file=sys.stderr,
+        )
+        return
+    recorded = json.loads(path.read_text())
+    changed = {k: (recorded.get(k), v) for k, v in identity.items() if recorded.get(k) != v}
+    if changed:
+        what = "; ".join(f"{k} was {old!r}, now {new!r}" for k, (old, new) in changed.items())
+        raise ValueError(
+            f"--resume: {checkpoint} belongs to another run ({what}); resume with the same "
+            "data and settings, or train into a new --output_dir"
+        )
 
 
 def _model_id(args, manifest: dict) -> str:
