@@ -194,3 +194,24 @@ def test_a_model_id_that_is_no_label_is_refused_when_parsed(tmp_path):
     with pytest.raises(ValueError, match=r"--model_id: expected letters, .* got \"x' OR 'a'='a\""):
         parse([*argv, "--model_id", "x' OR 'a'='a"])
     assert parse([*argv, "--model_id", "stage1-v2"])[2].model_id == "stage1-v2"
+
+
+@pytest.mark.parametrize(
+    "flag, value, message",
+    [
+        ("--max_chars", "-5", "--max_chars must be >= 1, got -5"),  # was text[:-5]
+        ("--validation_size", "-3", "--validation_size must be >= 0"),  # was: no validation
+        ("--buffer_size", "0", "--buffer_size must be >= 1"),
+        ("--max_length", "0", "--max_length must be >= 1"),
+        ("--lora_r", "0", "--lora_r must be >= 1"),  # peft failed after the model loaded
+        ("--gradient_accumulation_steps", "0", "--gradient_accumulation_steps must be >= 1"),
+        ("--learning_rate=-1e-4", None, "--learning_rate must be >= 0"),  # gradient ascent
+        ("--temperature", "0", "--temperature must be > 0"),
+    ],
+)
+def test_training_numbers_are_checked_when_parsed(flag, value, message, tmp_path):
+    from trainer.arguments import parse
+
+    argv = ["--model_name_or_path", "m", "--train_data", "d", "--output_dir", str(tmp_path)]
+    with pytest.raises(ValueError, match=message):
+        parse([*argv, flag, *([value] if value is not None else [])])

@@ -26,6 +26,20 @@ from schemas import defaults
 STAGES = ("stage1", "stage2", "sft", "phage")
 
 
+def check_range(owner, low: dict[str, float], above: dict[str, float] | None = None) -> None:
+    """Each field of ``low`` at least its bound and of ``above`` above it (None passes): a
+    ValueError naming the flag, when parsed, rather than a negative slice, a silent no-op or a
+    failure after the model has loaded."""
+    for name, bound in low.items():
+        value = getattr(owner, name)
+        if value is not None and value < bound:
+            raise ValueError(f"--{name} must be >= {bound:g}, got {value!r}")
+    for name, bound in (above or {}).items():
+        value = getattr(owner, name)
+        if value is not None and not value > bound:
+            raise ValueError(f"--{name} must be > {bound:g}, got {value!r}")
+
+
 @dataclass
 class ModelArguments:
     model_name_or_path: str = field(
@@ -62,6 +76,11 @@ class ModelArguments:
     lora_dropout: float = field(default=0.0, metadata={"help": "LoRA dropout"})
     lora_target_modules: str = field(default="all-linear", metadata={"help": "peft target_modules"})
 
+    def __post_init__(self):
+        check_range(self, {"max_length": 1, "lora_r": 1, "lora_alpha": 1, "lora_dropout": 0})
+        if self.lora_dropout >= 1:
+            raise ValueError(f"--lora_dropout must be < 1, got {self.lora_dropout!r}")
+
 
 @dataclass
 class DataArguments:
@@ -91,6 +110,9 @@ class DataArguments:
         default=4096,
         metadata={"help": "examples buffered to fill batches without two texts of one family"},
     )
+
+    def __post_init__(self):
+        check_range(self, {"validation_size": 0, "max_chars": 1, "buffer_size": 1})
 
 
 @dataclass
@@ -138,6 +160,16 @@ class XembedTrainingArguments(TrainingArguments):
 
     def __post_init__(self):
         super().__post_init__()
+        check_range(
+            self,
+            {
+                "per_device_train_batch_size": 1,
+                "per_device_eval_batch_size": 1,
+                "gradient_accumulation_steps": 1,
+                "learning_rate": 0,
+            },
+            {"temperature": 0},
+        )
         if self.model_id is not None:
             defaults.check_label(self.model_id, "--model_id")
         if self.stage not in STAGES:
