@@ -51,10 +51,10 @@ from lake import (
     join,
     label,
     positive_int,
-    visible_versions,
     write_rows,
 )
 from lake.cli import finish, flag_check, run_job
+from lake.snapshots import visible_snapshots
 from lake.tables import sql_string
 from retrieval.search import Bm25, DenseIndex, build_bm25_index
 from schemas import defaults
@@ -81,16 +81,22 @@ def read_inputs(spark, lake: str, inputs: str, cache: Path) -> tuple[Path, dict,
         )
     text = fs.read_text(spark, join(inputs, MANIFEST))
     manifest = json.loads(text)
-    current = visible_versions(spark, lake, manifest["delta_versions"])
+    current = visible_snapshots(spark, lake, manifest["delta_versions"])
+    runs = manifest.get("delta_runs", {})  # absent from inputs prepared before it was recorded
+
+    def made(version: int, run: str | None) -> str:
+        return f"v{version}" + (f" of run {run}" if run else "")
+
     stale = {
-        name: (version, current[name])
+        name: (made(version, runs.get(name)), made(now.version, now.run_id if runs else None))
         for name, version in manifest["delta_versions"].items()
-        if current[name] != version
+        if (now := current[name]).version != version or (name in runs and runs[name] != now.run_id)
     }
     if stale:
         raise StaleInputsError(
-            f"{inputs} was prepared from other table versions than the lake's "
-            + ", ".join(f"{n} v{a} (lake: v{b})" for n, (a, b) in sorted(stale.items()))
+            f"{inputs} was prepared from other table versions than the lake's (or from "
+            "another lake) "
+            + ", ".join(f"{n} {a} (lake: {b})" for n, (a, b) in sorted(stale.items()))
             + "; rerun spark_jobs/prepare_evaluation.py"
         )
     # the copy of remote inputs is keyed by their manifest: re-prepared inputs are fetched anew

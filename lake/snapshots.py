@@ -85,10 +85,15 @@ def visible(spark: SparkSession, lake: str, name: str, runs: dict[str, Run]) -> 
     )
 
 
-def visible_versions(spark: SparkSession, lake: str, names) -> dict[str, int]:
-    """The visible version of each table in ``names`` (for readers outside a ``JobRun``)."""
+def visible_snapshots(spark: SparkSession, lake: str, names) -> dict[str, Snapshot]:
+    """The visible snapshot of each table in ``names`` (for readers outside a ``JobRun``)."""
     runs = succeeded_runs(spark, lake)
-    return {name: visible(spark, lake, name, runs).version for name in names}
+    return {name: visible(spark, lake, name, runs) for name in names}
+
+
+def visible_versions(spark: SparkSession, lake: str, names) -> dict[str, int]:
+    """The visible version of each table in ``names``."""
+    return {name: s.version for name, s in visible_snapshots(spark, lake, names).items()}
 
 
 def check_consistent(snapshots: list[Snapshot], runs: dict[str, Run], reader: str) -> None:

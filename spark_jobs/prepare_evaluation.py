@@ -69,6 +69,9 @@ def run(
             "query_patents": queries.select("publication_number").distinct().count(),
             "probe_patents": spark.read.parquet(f"{out}/probe").count(),
             "delta_versions": dict(job.inputs),
+            # the runs that wrote those versions: another lake built by the same pipeline has
+            # the same version numbers, not the same runs
+            "delta_runs": {name: snap.run_id for name, snap in job.snapshots.items()},
         }
         fs.write_text(spark, f"{out}/{MANIFEST}", json.dumps(manifest, indent=2, sort_keys=True))
         job.count("collection", manifest["collection"])

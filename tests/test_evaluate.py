@@ -297,6 +297,13 @@ def test_evaluation_refuses_missing_or_stale_inputs(spark, pipeline, tmp_path):
         StaleInputsError, match=f"silver/views v{current + 7} \\(lake: v{current}\\)"
     ):
         read_inputs(spark, lake, str(tmp_path), tmp_path / "cache")
+    # another lake built by the same pipeline: the same versions, written by other runs
+    manifest = {"delta_versions": {"silver/views": current}, "delta_runs": {"silver/views": "x"}}
+    (tmp_path / "_manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(
+        StaleInputsError, match=rf"silver/views v{current} of run x \(lake: v{current} of run "
+    ):
+        read_inputs(spark, lake, str(tmp_path), tmp_path / "cache")
 
 
 @pytest.mark.parametrize(
