@@ -42,6 +42,11 @@ def shard(tmp_path_factory):
     return str(folder)
 
 
+def argv(shard: str, out: Path, *flags: str) -> list[str]:
+    """The cpu-small profile trained on ``shard`` into ``out``, ``flags`` on top."""
+    return [CONFIG, *FAST, "--train_data", shard, "--output_dir", str(out), *flags]
+
+
 def state(output: Path) -> dict:
     last = max(output.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))
     return json.loads((last / "trainer_state.json").read_text())
@@ -51,13 +56,9 @@ def test_cpu_small_run_lowers_validation_loss_keeps_best_and_registers(spark, sh
     out, lake = tmp_path / "model", str(tmp_path / "lake")
     assert (
         train.main(
-            [
-                CONFIG,
-                *FAST,
-                "--train_data",
+            argv(
                 shard,
-                "--output_dir",
-                str(out),
+                out,
                 "--max_steps",
                 "30",
                 "--eval_steps",
@@ -70,7 +71,7 @@ def test_cpu_small_run_lowers_validation_loss_keeps_best_and_registers(spark, sh
                 lake,
                 "--model_id",
                 "test-s1",
-            ]
+            )
         )
         == 0
     )
@@ -155,13 +156,9 @@ def test_a_diverged_run_fails_and_exports_nothing(shard, tmp_path):
     out = tmp_path / "model"
     with pytest.raises(TrainingDiverged) as failure:
         train.main(
-            [
-                CONFIG,
-                *FAST,
-                "--train_data",
+            argv(
                 shard,
-                "--output_dir",
-                str(out),
+                out,
                 "--max_steps",
                 "12",
                 "--eval_steps",
@@ -174,7 +171,7 @@ def test_a_diverged_run_fails_and_exports_nothing(shard, tmp_path):
                 "1e4",
                 "--max_grad_norm",
                 "0",
-            ]
+            )
         )
     message = str(failure.value)
     assert "hold NaN or inf at step" in message and "nothing was exported" in message
