@@ -66,7 +66,8 @@ def nonfinite_parameters(model: nn.Module) -> list[str]:
     named = list(model.named_parameters())
     if not named:
         return []
-    finite = torch.stack([torch.isfinite(p.detach()).all().cpu() for _, p in named]).tolist()
+    flags = [torch.isfinite(p.detach()).all() for _, p in named]
+    finite = torch.stack([f.to(flags[0].device) for f in flags]).cpu().tolist()
     return [name for (name, _), ok in zip(named, finite, strict=True) if not ok]
 
 
