@@ -214,6 +214,12 @@ def search_bm25(
     return {0: [bm25.search(q["text"], q["lang"], depth) for q in queries]}
 
 
+def search_depth(cutoffs: list[int]) -> int:
+    """How many results each query keeps: the largest cutoff, and at least the 10 that
+    nDCG@10 and InScope@10 read (with ``--cutoffs 5`` they were scored on 5 results)."""
+    return max(*cutoffs, 10)
+
+
 def exclude_family(
     results: list[tuple[str, float]], banned: set[str], depth: int
 ) -> list[tuple[str, float]]:
@@ -240,7 +246,7 @@ def evaluate_results(
     cell; with ``doc_ipc`` (document -> IPC codes) also task ``inscope`` (InScope@10 at
     subclass and section) for the queries that have IPC codes.
     """
-    depth = max(cutoffs)
+    depth = search_depth(cutoffs)
     qrels, meta = {}, {}
     for q in queries:
         qid = f"{q['publication_number']}|{q['view']}"
@@ -546,7 +552,7 @@ def evaluate_model(
         out_dir = fs.local_path(runs_uri) or Path(scratch) / "run"
         out_dir.mkdir(parents=True, exist_ok=True)
         largest_family = max((len(m) for m in members.values()), default=1)
-        depth = max(cutoffs) + largest_family
+        depth = search_depth(cutoffs) + largest_family
         collection = pq.read_table(inputs / "collection", columns=["id", "ipc_codes"]).to_pylist()
         collection_ids = {r["id"] for r in collection}
         doc_ipc = {r["id"]: list(r["ipc_codes"] or []) for r in collection}

@@ -1,6 +1,7 @@
 """Evaluator: family exclusion, end to end on the generated sample (dense + BM25), report, SQL."""
 
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -43,6 +44,14 @@ def test_a_family_member_ranked_first_is_removed_before_scoring(tmp_path):
     )
     run = (tmp_path / "en_ABS_64.trec").read_text().split("\n")[0].split()
     assert run == ["Q|ABS", "Q0", "D1", "1", "0.900000", "t"]
+    # cutoffs below 10: the results still go 10 deep, as nDCG@10 (and InScope@10) read them
+    deeper = [*found[:3], *[(f"D{i}", 0.85 - i / 100) for i in range(2, 6)], ("X1", 0.5)]
+    per_query, aggregated = evaluate_results(
+        {64: [deeper]}, queries, members, {d for d, _ in deeper}, [1, 2], tmp_path, "t"
+    )
+    assert per_query[0]["x_ranks"] == [6]
+    overall = {(r["metric"], r["k"]): r["value"] for r in aggregated if r["lang"] == "ALL"}
+    assert overall[("ndcg", 10)] == pytest.approx(1 / math.log2(7))
 
 
 def _evaluate(lake_uri: str, inputs: str, model: str, name: str, *extra: str) -> None:
