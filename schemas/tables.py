@@ -355,7 +355,9 @@ EVAL_PER_QUERY = TableSpec(
         col("ipc_section", "string"),
         col("first_x_rank", "int", "rank of the first X reference; null when not retrieved"),
         req(
-            "x_ranks", "array<int>", "ranks of every retrieved X reference (depth: the largest cutoff, at least 10)"
+            "x_ranks",
+            "array<int>",
+            "ranks of every retrieved X reference (depth: the largest cutoff, at least 10)",
         ),
         req("n_x", "int", "X references of the query in the collection"),
         col("filing_year", "int"),
