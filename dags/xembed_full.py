@@ -147,12 +147,17 @@ def encode(kind: str) -> str:
     )
 
 
+# Hit@100 as in the paper, or Hit at the largest cutoff when the run's cutoffs stop below 100
+# (significance refuses a k deeper than the runs searched)
+SIGNIFICANCE_K = "{{ [100, params.cutoffs.split(',') | map('int') | max] | min }}"
+
+
 def significance(*pairs: str) -> str:
     """Paired randomization tests, nDCG@10 and Hit@100, of each ``RUN_A:RUN_B`` pair: one
     process for all of them (one Spark start, one read of eval/per_query)."""
     return (
-        f"python -m evaluation.significance --lake {LAKE} --pair {' '.join(pairs)} --metric ndcg,hit --k 100 "
-        "--permutations 2000 >&2"
+        f"python -m evaluation.significance --lake {LAKE} --pair {' '.join(pairs)} --metric ndcg,hit "
+        f"--k {SIGNIFICANCE_K} --permutations 2000 >&2"
     )
 
 

@@ -330,7 +330,7 @@ def test_a_planted_dq_violation_fails_the_gate_and_stops_downstream(tmp_path):
     assert set(failed.column) == {"publication_date"}
 
 
-def test_each_profile_resolves_its_base_model():
+def test_each_profile_resolves_its_base_model_and_significance_its_depth():
     import importlib.util
 
     from jinja2 import Template
@@ -338,7 +338,7 @@ def test_each_profile_resolves_its_base_model():
     spec = importlib.util.spec_from_file_location("xembed_full", DAGS / "xembed_full.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    BASE, PROFILE_MODELS = module.BASE, module.PROFILE_MODELS
+    BASE, PROFILE_MODELS, SIGNIFICANCE_K = module.BASE, module.PROFILE_MODELS, module.SIGNIFICANCE_K
 
     def render(**params):
         return Template(BASE).render(params={"base_model": "", **params})
@@ -348,6 +348,8 @@ def test_each_profile_resolves_its_base_model():
     assert render(profile="paper", base_model="/models/Qwen3-Embedding-0.6B") == (
         "/models/Qwen3-Embedding-0.6B"
     )
+    for cutoffs, k in (("10,20,50,100,200,500", "100"), ("10, 20,50", "50"), ("200", "100")):
+        assert Template(SIGNIFICANCE_K).render(params={"cutoffs": cutoffs}) == k
     for profile in PROFILE_MODELS:  # every profile has its config file
         assert (Path(__file__).resolve().parents[1] / "configs" / f"{profile}.yaml").exists()
 
