@@ -87,11 +87,12 @@ def read_inputs(spark, lake: str, inputs: str, cache: Path) -> tuple[Path, dict,
     def made(version: int, run: str | None) -> str:
         return f"v{version}" + (f" of run {run}" if run else "")
 
-    stale = {
-        name: (made(version, runs.get(name)), made(now.version, now.run_id if runs else None))
-        for name, version in manifest["delta_versions"].items()
-        if (now := current[name]).version != version or (name in runs and runs[name] != now.run_id)
-    }
+    stale = {}
+    for name, version in manifest["delta_versions"].items():
+        was = (version, runs.get(name))
+        now = (current[name].version, current[name].run_id if name in runs else None)
+        if was != now:
+            stale[name] = (made(*was), made(*now))
     if stale:
         raise StaleInputsError(
             f"{inputs} was prepared from other table versions than the lake's (or from "

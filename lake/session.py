@@ -7,10 +7,12 @@ import os
 import re
 import sys
 from datetime import date
+from functools import partial
 
 from pyspark import SparkConf
 from pyspark.sql import SparkSession
 
+from lake.cli import flag_check
 from schemas.defaults import IPC_SECTIONS, check_label
 
 DEFAULT_LAKE = os.environ.get("XEMBED_LAKE", "./data/lake")
@@ -144,12 +146,8 @@ def positive_int(text: str) -> int:
     return value
 
 
-def label(text: str) -> str:
-    """argparse type: a run id, name or id (``schemas.defaults.LABEL_PATTERN``)."""
-    try:
-        return check_label(text, "label")
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error).split(": ", 1)[1]) from None
+#: argparse type: a run id, name or id (``schemas.defaults.LABEL_PATTERN``)
+label = flag_check(partial(check_label, what="label"))
 
 
 def iso_date(text: str) -> date:

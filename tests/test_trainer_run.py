@@ -114,20 +114,8 @@ def test_cpu_small_run_lowers_validation_loss_keeps_best_and_registers(spark, sh
 
 def test_resume_continues_the_step_count(shard, tmp_path):
     out = tmp_path / "model"
-    common = [
-        CONFIG,
-        *FAST,
-        "--train_data",
-        shard,
-        "--output_dir",
-        str(out),
-        "--save_steps",
-        "5",
-        "--eval_steps",
-        "5",
-        "--load_best_model_at_end",
-        "false",
-    ]
+    flags = ("--save_steps", "5", "--eval_steps", "5", "--load_best_model_at_end", "false")
+    common = argv(shard, out, *flags)
     train.main([*common, "--max_steps", "10"])
     first = state(out)
     train.main([*common, "--max_steps", "15", "--resume", "true"])
@@ -138,9 +126,9 @@ def test_resume_continues_the_step_count(shard, tmp_path):
     # other shards into the same folder: the run went on from step 15 on other data, with
     # the first data's best validation loss and the second's hash in the registry
     other = write_sample_stage1_shards(tmp_path / "other", n_patents=60, seed=5)
-    common[common.index(shard)] = str(tmp_path / "other")
+    elsewhere = argv(str(tmp_path / "other"), out, *flags)
     with pytest.raises(ValueError, match=r"--resume: .*checkpoint-15 belongs to another run "):
-        train.main([*common, "--max_steps", "20", "--resume", "true"])
+        train.main([*elsewhere, "--max_steps", "20", "--resume", "true"])
     assert (
         other["content_hash"]
         != json.loads(Path(shard, "_manifest.json").read_text())["content_hash"]
@@ -274,7 +262,7 @@ def test_encode_cli_names_a_missing_column_or_null_before_loading_the_model(
     from evaluation import encode
 
     pq.write_table(pa.table(columns), tmp_path / "in.parquet")
-    argv = ["--model", "/no/such/model", "--input", str(tmp_path / "in.parquet")]
+    flags = ["--model", "/no/such/model", "--input", str(tmp_path / "in.parquet")]
     with pytest.raises(ValueError, match=message):  # the model path is never looked at
-        encode.main([*argv, "--out", str(tmp_path / "out.parquet")])
+        encode.main([*flags, "--out", str(tmp_path / "out.parquet")])
     assert not (tmp_path / "out.parquet").exists()
