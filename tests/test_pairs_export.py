@@ -237,7 +237,7 @@ def test_a_leaking_write_is_undone_and_fails(spark, built, tmp_path):
     assert len(after) == len(before) and "F9" not in set(after.family_id)
 
 
-def test_export_round_trip_parquet_and_swift_jsonl(spark, built, tmp_path):
+def test_export_round_trip_parquet_and_swift_jsonl(spark, built, tmp_path, monkeypatch):
     lake = private_copy(built[0], tmp_path)
     texts = {(p, lang, v): t for p, _, lang, v, t in VIEWS}
     out = tmp_path / "parquet"
@@ -269,6 +269,21 @@ def test_export_round_trip_parquet_and_swift_jsonl(spark, built, tmp_path):
     runs = DeltaTable(f"{lake}/meta/job_runs").to_pandas()
     exports = runs[runs.job == "export_training"].sort_values("finished_at")
     assert json.loads(exports.args_json.iloc[-1])["recipe"] == "xembed"
+
+    # an export killed after its shards, before its manifest: the same shard names and row
+    # counts with other texts (--max-chars 8) must not sit beside the old manifest, which the
+    # trainer would accept
+    def killed(*_):
+        raise RuntimeError("killed before the manifest")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(export_training.export_rules, "shard_counts_and_hash", killed)
+        with pytest.raises(RuntimeError, match="killed"):
+            export_training.run(
+                spark, lake, "stage1", "parquet", str(out), rows_per_shard=6, max_chars=8
+            )
+    assert sorted(s.name for s in out.glob("shard-*")) == [s.name for s in shards]
+    assert not (out / "_manifest.json").exists()
 
     out = tmp_path / "swift"
     manifest = export_training.run(

@@ -197,6 +197,9 @@ def write_shards(
     """Write ``rows`` as shard-NNNNN files under ``out``; returns [{file, rows}] in order."""
     if fmt not in FORMATS:
         raise ValueError(f"--format must be one of {FORMATS}, got {fmt!r}")
+    # the old manifest goes first: an export killed from here on leaves a folder the trainer
+    # refuses (no manifest), never old counts beside new shards of the same names
+    fs.delete(spark, f"{out}/_manifest.json")
     total = rows.count()
     n_shards = max(1, math.ceil(total / rows_per_shard))
     keyed = rows.withColumn("_u", uniform(seed, *key_columns)).withColumn(
