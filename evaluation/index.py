@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"bm25 index {lang}: {Path(args.out) / lang}", file=sys.stderr)
         return 0
     ids, _, vectors = read_embeddings(args.lake, args.encoder, "tac", args.master)
-    DenseIndex.build(ids, vectors, args.type).save(args.out)
+    DenseIndex.build(ids, vectors, args.type).save(args.out, encoder=args.encoder)
     print(
         f"faiss {args.type} index over {len(ids):,} x {vectors.shape[1]} -> {args.out}",
         file=sys.stderr,

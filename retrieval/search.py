@@ -18,6 +18,7 @@ from retrieval.java import prepare_pyserini_env
 from schemas.defaults import BM25_QUERY_CHARS
 
 INDEX_TYPES = ("flat", "ivf", "hnsw")
+INDEX_INFO = "index.json"  # written beside a saved FAISS index
 
 
 # --- BM25 -------------------------------------------------------------------------------------
@@ -120,7 +121,9 @@ class DenseIndex:
         rows = np.fromiter((self.row[d] for d in doc_ids), dtype=np.int64, count=len(doc_ids))
         return self.vectors[rows] @ query.astype(np.float32)
 
-    def save(self, folder: str) -> None:
+    def save(self, folder: str, encoder: str | None = None) -> None:
+        """index.faiss, vectors.npy, ids.json and index.json (the encoder whose embeddings
+        it holds, their dimension and count: a reader can check it searches like with like)."""
         import faiss
 
         out = Path(folder)
@@ -128,6 +131,20 @@ class DenseIndex:
         faiss.write_index(self._cpu_index(), str(out / "index.faiss"))
         np.save(out / "vectors.npy", self.vectors)
         (out / "ids.json").write_text(json.dumps(self.ids))
+        info = {"encoder": encoder, "dims": int(self.vectors.shape[1]), "documents": len(self.ids)}
+        (out / INDEX_INFO).write_text(json.dumps(info, indent=2))
+
+    @staticmethod
+    def info(folder: str) -> dict:
+        """What ``save`` recorded (an index saved before index.json existed: dims and count
+        from its vectors, encoder None); FileNotFoundError when the folder holds no index."""
+        folder = Path(folder)
+        if not (folder / "index.faiss").is_file():
+            raise FileNotFoundError(f"{folder}: no FAISS index (index.faiss)")
+        if (folder / INDEX_INFO).is_file():
+            return json.loads((folder / INDEX_INFO).read_text())
+        rows, dims = np.load(folder / "vectors.npy", mmap_mode="r").shape
+        return {"encoder": None, "dims": int(dims), "documents": int(rows)}
 
     def _cpu_index(self):
         import faiss

@@ -10,17 +10,21 @@ candidate carries its dense score (computed for all of them) and its BM25 rank a
 (null when BM25 did not return it). A view's candidates are stored as parallel arrays in
 one row (gold/stage2_candidates), so the paper's k = 2,000 writes one row per view instead of
 2,000. Executors search with Pyserini and FAISS in mapInPandas; indexes are opened once per
-Python worker.
+Python worker. Before any search the inputs must match: every query view has an embedding of
+--encoder, the FAISS index holds that encoder's embeddings, and every query language with
+BM25 documents has its index (``check_inputs``).
 """
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lake import JobRun, build_session, job_arguments, positive_int
@@ -79,6 +83,57 @@ def _mine_chunk(frame: pd.DataFrame, dense, bm25, k: int, bm25_chars: int) -> pd
     return pd.DataFrame(out, columns=CANDIDATES.column_names).astype({"n_available": "int32"})
 
 
+def check_inputs(lake: str, retrieval: str, encoder: str, queries: DataFrame) -> None:
+    """Refuse inputs that would mine less than asked without failing: query views without an
+    embedding of ``encoder`` (the join would skip them), a FAISS index of another encoder or
+    dimension, or a query language whose BM25 index is missing (its views would get dense
+    candidates only). ``queries``: the query views left-joined with their embeddings."""
+    root = Path(retrieval)
+    seen = queries.agg(
+        F.count("*").alias("views"),
+        F.sum(F.col("embedding").isNull().cast("int")).alias("missing"),
+        F.min(F.when(F.col("embedding").isNull(), F.col("key"))).alias("example"),
+        F.collect_set(F.size("embedding")).alias("dims"),
+        F.collect_set("lang").alias("langs"),
+    ).first()
+    if seen["missing"]:
+        raise ValueError(
+            f"mine_candidates: {seen['missing']:,} of {seen['views']:,} query views in "
+            f"{retrieval}/queries have no {encoder!r} query embedding in index/embeddings "
+            f"(e.g. {seen['example']!r}); encode them: python -m evaluation.encode --retrieval "
+            f"{retrieval} --kind query --lake {lake} --encoder-name {encoder}"
+        )
+    rebuild = (
+        f"python -m evaluation.index faiss --lake {lake} --encoder {encoder} --out {root / 'faiss'}"
+    )
+    try:
+        index = DenseIndex.info(str(root / "faiss"))
+    except FileNotFoundError as error:
+        raise ValueError(f"mine_candidates: {error}; build it: {rebuild}") from None
+    dims = sorted(d for d in seen["dims"] if d is not None and d >= 0)
+    if index["encoder"] not in (None, encoder) or dims not in ([], [index["dims"]]):
+        raise ValueError(
+            f"mine_candidates: {root / 'faiss'} holds {index['documents']:,} embeddings of "
+            f"{index['dims']} dimensions from encoder {index['encoder'] or 'unrecorded'!r}, the "
+            f"query views {'/'.join(map(str, dims))} dimensions from {encoder!r}; rebuild it: "
+            f"{rebuild}"
+        )
+    manifest = root / "_manifest.json"
+    documents = json.loads(manifest.read_text())["bm25_documents"] if manifest.is_file() else {}
+    missing = sorted(
+        lang
+        for lang in seen["langs"]
+        if documents.get(lang, 1) and not (root / "bm25_index" / lang).is_dir()
+    )
+    if missing:
+        raise ValueError(
+            f"mine_candidates: no BM25 index for the query language(s) {', '.join(missing)} "
+            f"under {root / 'bm25_index'} (their views would get dense candidates only); build "
+            f"them: python -m evaluation.index bm25 --collections {root / 'bm25'} --out "
+            f"{root / 'bm25_index'}"
+        )
+
+
 def run(
     spark: SparkSession,
     lake: str,
@@ -97,7 +152,8 @@ def run(
             .where((F.col("encoder") == encoder) & (F.col("kind") == "query"))
             .select(F.col("id").alias("key"), "embedding")
         )
-        queries = spark.read.parquet(f"{retrieval}/queries").join(embeddings, "key")
+        queries = spark.read.parquet(f"{retrieval}/queries").join(embeddings, "key", "left")
+        check_inputs(lake, retrieval, encoder, queries)
         n_parts = partitions or max(2, parallelism(spark))
         mined = queries.repartition(n_parts, "key").mapInPandas(
             lambda it: mine(it, retrieval, k, bm25_chars), OUTPUT_SCHEMA

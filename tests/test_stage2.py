@@ -10,6 +10,7 @@ from pyspark.sql import functions as F
 from retrieval.search import Bm25, build_bm25_index, union_candidates
 from schemas import table
 from spark_jobs.lib import triplets as triplet_rules
+from tests.conftest import private_copy
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 
@@ -130,6 +131,49 @@ def test_dropped_views_are_recorded_with_reasons(stage2):
     }
     for reason, n in dropped.groupby("reason")["count"].sum().items():
         assert built[f"dropped_{reason}"] == n
+
+
+def test_mining_refuses_inputs_that_would_mine_less_than_asked(spark, stage2, tmp_path):
+    """Each broken copy of the retrieval folder used to mine without an error: views without an
+    embedding were skipped by the join, a missing BM25 index gave dense candidates only."""
+    import json
+    import shutil
+
+    import pyarrow.parquet as pq
+
+    from spark_jobs import mine_candidates
+
+    source_lake, source, _, _ = stage2
+    lake = private_copy(source_lake, tmp_path)
+    before = DeltaTable(f"{lake}/gold/stage2_candidates").version()
+    queries = pq.read_table(f"{source}/queries")
+    lang = queries.column("lang")[0].as_py()
+
+    def broken(name, damage):
+        folder = tmp_path / name
+        shutil.copytree(source, folder)
+        damage(folder)
+        return str(folder)
+
+    def unembedded(folder):  # a view prepared after the encoding
+        extra = queries.slice(0, 1).to_pandas().assign(key=lambda f: f.key + "-new")
+        extra.to_parquet(folder / "queries" / "extra.parquet")
+
+    def other_encoder(folder):
+        info = json.loads((folder / "faiss" / "index.json").read_text())
+        assert info["encoder"] == "miner"  # recorded by evaluation.index faiss
+        (folder / "faiss" / "index.json").write_text(json.dumps({**info, "encoder": "other"}))
+
+    cases = [
+        (unembedded, r"1 of \d+ query views .* have no 'miner' query embedding .*-new"),
+        (lambda f: shutil.rmtree(f / "bm25_index" / lang), rf"no BM25 index for .*{lang}"),
+        (other_encoder, r"faiss holds \d+ embeddings of \d+ dimensions from encoder 'other'"),
+        (lambda f: shutil.rmtree(f / "faiss"), r"no FAISS index"),
+    ]
+    for i, (damage, message) in enumerate(cases):
+        with pytest.raises(ValueError, match=message):
+            mine_candidates.run(spark, lake, broken(f"r{i}", damage), "miner", k=120)
+    assert DeltaTable(f"{lake}/gold/stage2_candidates").version() == before
 
 
 # --- a hand-built query view with known scores ---------------------------------------------
