@@ -49,7 +49,7 @@ def run(
         retrieval_inputs.with_ipc_codes(collection, patents).write.mode("overwrite").parquet(
             f"{out}/collection"
         )
-        bm25_documents = retrieval_inputs.write_bm25_collections(tac, f"{out}/bm25")
+        bm25_documents = retrieval_inputs.write_bm25_collections(spark, tac, f"{out}/bm25")
         retrieval_inputs.evaluation_queries(eval_queries, views, claims, patents).write.mode(
             "overwrite"
         ).parquet(f"{out}/queries")

@@ -34,10 +34,11 @@ def run(
         views = in_landscape(job.read("silver/views"), patents, landscape)
         excluded = job.read("silver/excluded_families")
         citations = job.read("bronze/citations")
+        fs.delete(spark, f"{out}/_manifest.json")  # no old counts beside new folders
         tac = retrieval_inputs.pool_tac(views, excluded).persist()
         pool = retrieval_inputs.candidates(patents, tac)
         pool.write.mode("overwrite").parquet(f"{out}/candidates")
-        bm25_documents = retrieval_inputs.write_bm25_collections(tac, f"{out}/bm25")
+        bm25_documents = retrieval_inputs.write_bm25_collections(spark, tac, f"{out}/bm25")
         pool_ids = spark.read.parquet(f"{out}/candidates")
         positives = retrieval_inputs.positives(patents, citations, pool_ids)
         retrieval_inputs.training_queries(views, excluded, patents, positives).write.mode(

@@ -33,7 +33,12 @@ def test_pairs_and_stage2_inputs_come_only_from_landscape_patents(spark, pipelin
     assert build_pairs.run(spark, lake)["pairs_written"] == everywhere  # no landscape: all
 
     out = str(tmp_path / "retrieval")
+    stale = tmp_path / "retrieval" / "bm25" / "de"  # an earlier preparation's language
+    stale.mkdir(parents=True)
+    (stale / "part-0.json").write_text('{"id": "DE-1-A", "contents": "Ein Ventil"}\n')
     manifest = prepare_retrieval.run(spark, lake, out, landscape=("G", "H"))
+    bm25_folders = {p.name for p in (tmp_path / "retrieval" / "bm25").iterdir()}
+    assert bm25_folders == set(manifest["bm25_documents"])  # evaluation.index indexes each
     queries = spark.read.parquet(f"{out}/queries").select("query_id").distinct().collect()
     candidates = spark.read.parquet(f"{out}/candidates").collect()
     assert manifest["query_patents"] == len(queries) > 0

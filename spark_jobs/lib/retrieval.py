@@ -10,9 +10,10 @@ resolved X citation into the pool.
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
+from lake import fs
 from schemas.defaults import QUERY_VIEWS
 from spark_jobs.lib.citations import resolved_x
 from spark_jobs.lib.leakage import training_views
@@ -48,12 +49,15 @@ def bm25_documents(tac: DataFrame) -> DataFrame:
     )
 
 
-def write_bm25_collections(tac: DataFrame, out: str, files_per_language: int = 2) -> dict[str, int]:
+def write_bm25_collections(
+    spark: SparkSession, tac: DataFrame, out: str, files_per_language: int = 2
+) -> dict[str, int]:
     """One Pyserini JsonCollection folder per language under ``out``: {lang: documents}.
 
     Shared by Stage II mining (prepare_retrieval) and evaluation (prepare_evaluation), so both
     index exactly the same kind of document.
     """
+    fs.delete(spark, out)  # a language of an earlier run must not stay to be indexed
     docs = bm25_documents(tac).persist()
     counts = {r["lang"]: r["count"] for r in docs.groupBy("lang").count().collect()}
     for lang in sorted(counts):
