@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 
-from evaluation import metrics, tasks
+from evaluation import heldout, metrics, tasks
 from lake import (
     JobRun,
     add_lake_arguments,
@@ -564,6 +564,17 @@ def evaluate_model(
             bm25 = once(("bm25", depth), lambda: search_bm25(inputs, Path(scratch), queries, depth))
         if kind in ("dense", "hybrid"):
             model_path = resolve(dense_model)
+            once(
+                ("held_out", model_path),
+                lambda: heldout.check_held_out(
+                    spark,
+                    args.lake,
+                    model_path,
+                    manifest["delta_versions"][heldout.EXCLUDED],
+                    {q["family_id"] for q in queries},
+                    job.info,
+                ),
+            )
 
             def dense() -> tuple[dict, dict]:
                 # deferred: torch and transformers load only for dense models, not for BM25

@@ -315,6 +315,58 @@ def test_evaluation_refuses_missing_or_stale_inputs(spark, pipeline, tmp_path):
         read_inputs(spark, lake, str(tmp_path), tmp_path / "cache")
 
 
+@pytest.mark.spark
+def test_a_model_trained_before_the_split_grew_is_refused(spark, tmp_path):
+    """A model's registry names the exclusions its data was audited against; evaluation
+    queries from a family they missed (a later split) are refused, along the parent chain."""
+    from evaluation.heldout import EXCLUDED, NotHeldOutError, check_held_out
+    from lake import write_table
+    from schemas import table
+
+    lake = str(tmp_path / "lake")
+    versions = [
+        write_table(
+            spark,
+            spark.createDataFrame(
+                [(f, [f"{f}-1-A"]) for f in families], table(EXCLUDED).spark_schema()
+            ),
+            lake,
+            EXCLUDED,
+        )
+        for families in (["F1"], ["F1", "F2"])  # the split before and after it grew
+    ]
+
+    def model(name, version, parent=None, trained_on=lake):
+        folder = tmp_path / name
+        folder.mkdir()
+        row = {
+            "model_id": name,
+            "output_path": str(folder),
+            "parent_model": parent,
+            "data_versions": {EXCLUDED: version, "gold/stage2_examples": 3},
+            "config_json": json.dumps({"training": {"lake": trained_on}}),
+        }
+        (folder / "registry.json").write_text(json.dumps(row))
+        return str(folder)
+
+    notes = []
+    stage1 = model("s1", versions[0])
+    stage2 = model("s2", versions[1], parent=stage1)
+    with pytest.raises(
+        NotHeldOutError, match=r"'s1' .* did not exclude 1 of the 2 .*\(e\.g\. F2\)"
+    ):
+        check_held_out(spark, lake, stage2, versions[1], {"F1", "F2"}, notes.append)
+    check_held_out(spark, lake, stage2, versions[1], {"F1"}, notes.append)  # F1 was excluded
+    check_held_out(spark, lake, model("s1-again", versions[1]), versions[1], {"F1", "F2"})
+    check_held_out(spark, lake, str(tmp_path), versions[1], {"F2"})  # no registry: a base model
+    elsewhere = model("other", 0, trained_on=str(tmp_path / "gone"))
+    check_held_out(spark, lake, elsewhere, versions[1], {"F2"}, notes.append)
+    assert notes == [
+        f"held-out check: 'other' ({elsewhere}) trained on {tmp_path / 'gone'}, "
+        "which is not readable; not checked"
+    ]
+
+
 @pytest.mark.parametrize(
     "flag, value, message",
     [

@@ -1,0 +1,98 @@
+"""The evaluation's query families were held out of a trained model's data.
+
+The leakage audits keep every family of ``silver/excluded_families`` out of the training
+tables and shards, as the split wrote it *then*. A model trained before ``split.py`` ran again
+(another ``--eval-cutoff``, a corpus that grew) may have trained on families that are
+evaluation queries now, and its scores would count documents it was trained to retrieve.
+Each model of our trainer records the ``silver/excluded_families`` version its shards were
+audited against (``registry.json``: ``data_versions``) and the lake (``config_json``); a Stage
+II model names its Stage I parent. Before a model is scored, every ancestor's exclusions must
+cover the families of the evaluation's queries.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from lake import fs, read_table, table_exists, table_path
+
+EXCLUDED = "silver/excluded_families"
+REGISTRY = "registry.json"  # written by trainer.registry next to every trained model
+
+
+class NotHeldOutError(ValueError):
+    """A model trained on a family the evaluation queries."""
+
+
+def trained_ancestors(model_path: str) -> list[dict]:
+    """The registry rows of ``model_path`` and its ``parent_model`` chain, newest first;
+    [] for a model our trainer did not write (a base model, a builtin)."""
+    chain, path, seen = [], Path(model_path), set()
+    while (path / REGISTRY).is_file() and path.resolve() not in seen:
+        seen.add(path.resolve())
+        row = json.loads((path / REGISTRY).read_text())
+        chain.append(row)
+        if not row.get("parent_model"):
+            break
+        path = Path(row["parent_model"])
+    return chain
+
+
+def training_lake(row: dict) -> str | None:
+    """The lake a trained model's run named (its data came from there), or None."""
+    config = row.get("config_json") or "{}"
+    config = json.loads(config) if isinstance(config, str) else config
+    return (config.get("training") or {}).get("lake")
+
+
+def _same(a: str, b: str) -> bool:
+    here, there = fs.local_path(a), fs.local_path(b)
+    return here.resolve() == there.resolve() if here and there else a.rstrip("/") == b.rstrip("/")
+
+
+def check_held_out(
+    spark: SparkSession,
+    lake: str,
+    model_path: str,
+    excluded_version: int,
+    query_families: Iterable[str],
+    info: Callable[[str], None] = print,
+) -> None:
+    """Refuse ``model_path`` when a model of its chain trained on data whose exclusions miss a
+    family of the evaluation's queries (``lake``'s ``silver/excluded_families`` at
+    ``excluded_version``, what the inputs were prepared from)."""
+    families = set(query_families)
+    for row in trained_ancestors(model_path):
+        name = f"{row.get('model_id')!r} ({row.get('output_path')})"
+        version = (row.get("data_versions") or {}).get(EXCLUDED)
+        source = training_lake(row) or lake
+        same_lake = _same(source, lake)
+        if version is None:
+            info(f"held-out check: {name} records no {EXCLUDED} version; not checked")
+            continue
+        if same_lake and version == excluded_version:
+            continue  # audited against the exclusions these inputs were prepared from
+        if not table_exists(spark, table_path(source, EXCLUDED)):
+            info(f"held-out check: {name} trained on {source}, which is not readable; not checked")
+            continue
+        try:
+            rows = read_table(spark, source, EXCLUDED, version).select("family_id").collect()
+        except Exception as error:  # a version removed by VACUUM or a lake rebuilt since
+            info(
+                f"held-out check: {name}: {EXCLUDED} version {version} of {source} cannot be "
+                f"read ({type(error).__name__}); not checked"
+            )
+            continue
+        leaked = sorted(families - {r["family_id"] for r in rows})
+        if leaked:
+            raise NotHeldOutError(
+                f"{name} trained on data audited against {EXCLUDED} version {version} of "
+                f"{source}, which did not exclude {len(leaked):,} of the {len(families):,} "
+                f"families the evaluation queries (e.g. {', '.join(leaked[:3])}): its scores "
+                "would count patents it may have trained on. Train it again on data exported "
+                "after this split, or evaluate it with inputs prepared from that split"
+            )
