@@ -131,8 +131,12 @@ def main(argv: list[str] | None = None) -> int:
     columns = [args.id_column, args.text_column] + ([args.lang_column] if args.lang_column else [])
     table = read_table(args.input, columns)  # before the model loads: a bad input fails fast
     encoder = Encoder.from_pretrained(resolve(args.model))
-    if args.max_length:
-        encoder.encoder_config.max_length = args.max_length
+    if args.max_length and encoder.limit_length(args.max_length) < args.max_length:
+        print(
+            f"encode: --max-length {args.max_length}: the model embeds at most "
+            f"{encoder.encoder_config.max_length} tokens; longer texts are cut there",
+            file=sys.stderr,
+        )
     emb = encode_table(
         encoder, table, args.text_column, args.lang_column, args.query, args.batch_size, args.dims
     )

@@ -581,8 +581,11 @@ def evaluate_model(
                 from trainer.encoder import Encoder
 
                 encoder = Encoder.from_pretrained(model_path)
-                if args.max_length:
-                    encoder.encoder_config.max_length = args.max_length
+                if args.max_length and encoder.limit_length(args.max_length) < args.max_length:
+                    job.info(
+                        f"--max-length {args.max_length}: {dense_model} embeds at most "
+                        f"{encoder.encoder_config.max_length} tokens; longer texts are cut there"
+                    )
                 kept: dict = {}
                 found = search_dense(
                     encoder, inputs / "collection", queries, dims, depth, args.batch_size, kept

@@ -162,3 +162,25 @@ def test_cpu_e5_profile_trains_and_the_fine_tune_keeps_e5_conventions(tmp_path):
         tuned.encode_query(SENTENCES[:2]).numpy(),
         atol=1e-5,
     )
+
+
+def test_a_max_length_beyond_its_positions_cuts_at_512(encoder, me5_path, tmp_path, capsys):
+    """`--max-length 4096` (the DAG's default) with e5-small used to fail on any text longer
+    than 512 tokens inside the position embeddings ("expanded size ... 512")."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from evaluation import encode
+
+    text = " ".join(f"valve{i} seal ring" for i in range(600))  # ~3,500 tokens
+    pq.write_table(pa.table({"id": ["P1"], "text": [text]}), tmp_path / "in.parquet")
+    out = tmp_path / "out.parquet"
+    source = str(tmp_path / "in.parquet")
+    code = encode.main(
+        ["--model", me5_path, "--input", source, "--out", str(out), "--max-length", "4096"]
+    )
+    assert code == 0
+    assert "--max-length 4096: the model embeds at most 512 tokens" in capsys.readouterr().err
+    vector = pq.read_table(out).column("embedding")[0].as_py()
+    assert encoder.encoder_config.max_length == 512
+    np.testing.assert_allclose(vector, encoder.encode_passage([text])[0].numpy(), atol=1e-5)

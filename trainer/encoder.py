@@ -137,10 +137,18 @@ class Encoder(nn.Module):
             )
         if tokenizer.pad_token is None:
             tokenizer.pad_token = tokenizer.eos_token
-        positions = getattr(self.base_model.config, "max_position_embeddings", None)
-        if positions and config.max_length > positions and not _is_decoder(self.base_model):
-            config.max_length = positions  # absolute positions: longer inputs cannot be embedded
+        self.limit_length(config.max_length)
         self._append_eos = config.pooling == "last" and not self._tokenizer_appends_eos()
+
+    def limit_length(self, max_length: int) -> int:
+        """Set the token limit of every text to ``max_length``, at most the model's absolute
+        positions (a BERT-style encoder such as e5-small cannot embed a 513th token: a longer
+        input fails inside the position embeddings); returns the limit set."""
+        positions = getattr(self.base_model.config, "max_position_embeddings", None)
+        if positions and max_length > positions and not _is_decoder(self.base_model):
+            max_length = positions
+        self.encoder_config.max_length = max_length
+        return max_length
 
     @property
     def base_model(self):
