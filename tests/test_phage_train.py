@@ -16,7 +16,7 @@ from lake import read_pandas
 from spark_jobs import claim_graph as claim_graph_job
 from spark_jobs import export_training
 from tests.conftest import copy_lake
-from tests.sample_shards import write_sample_stage1_shards
+from tests.sample_shards import write_sample_stage1_shards, write_sample_stage2_shards
 from trainer import train
 from trainer.arguments import parse
 from trainer.encoder import Encoder, EncoderConfig
@@ -129,6 +129,27 @@ def test_stream_counts_what_it_yields_and_stages_refuse_the_other_data(phage_sha
         train.main([CONFIG, *common, "--stage", "phage", "--train_data", str(stage1)])
     with pytest.raises(ValueError, match="only --stage phage"):
         train.main([CONFIG, *common, "--stage", "stage1", "--train_data", out])
+    # Stage I pairs for Stage II (or SFT) trained without one hard negative, and the other
+    # way round; the model never loads
+    stage2 = tmp_path / "stage2"
+    write_sample_stage2_shards(stage2, n_patents=60, seed=3, negatives=2)
+    init = ["--init_model", str(tmp_path / "s1")]
+    wrong = [
+        (
+            ["--stage", "stage2", *init, "--train_data", str(stage1)],
+            "'stage1' data; --stage stage2",
+        ),
+        (["--stage", "sft", "--train_data", str(stage1)], "'stage1' data; --stage sft trains on"),
+        (["--stage", "stage1", "--train_data", str(stage2)], "'stage2' data; --stage stage1"),
+        (
+            ["--stage", "stage2", *init, "--train_data", str(stage2), "--validation_data", out],
+            "--validation_data .* holds 'phage' data; --stage stage2 validates on",
+        ),
+    ]
+    for flags, message in wrong:
+        with pytest.raises(ValueError, match=message):
+            train.main([CONFIG, *common, *flags])
+    assert not (tmp_path / "m").exists()
 
 
 def test_the_phage_config_section_applies_to_phage_only():

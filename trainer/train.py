@@ -64,6 +64,39 @@ def build_encoder(model_args, training_args) -> tuple[Encoder, str]:
     return encoder, path
 
 
+# --stage -> the `export_training --dataset` it trains on, and those its --validation_data
+# may be: Stage II (and the single-stage SFT baseline) needs the triplets' hard negatives
+STAGE_DATASETS = {
+    "stage1": ("stage1", ("stage1",)),
+    "stage2": ("stage2", ("stage2_validation", "stage2")),
+    "sft": ("stage2", ("stage2_validation", "stage2")),
+    "phage": (PHAGE_DATASET, (PHAGE_DATASET,)),
+}
+
+
+def check_datasets(stage: str, train_data: str, manifest: dict, validation_data: str | None):
+    """Refuse shards of another stage: Stage I pairs given to --stage stage2 trained without a
+    single hard negative, and Stage II triplets given to --stage stage1 trained on them."""
+    wanted, validation = STAGE_DATASETS[stage]
+    if manifest.get("dataset") != wanted:
+        raise ValueError(
+            f"{train_data} holds {manifest.get('dataset')!r} data; --stage {stage} trains on "
+            f"`export_training --dataset {wanted}` shards"
+            + (
+                " and only --stage phage does"
+                if PHAGE_DATASET in (wanted, manifest.get("dataset"))
+                else ""
+            )
+        )
+    if validation_data:
+        held = read_manifest(validation_data).get("dataset")
+        if held not in validation:
+            raise ValueError(
+                f"--validation_data {validation_data} holds {held!r} data; --stage {stage} "
+                f"validates on `export_training --dataset {validation[0]}` shards"
+            )
+
+
 def main(argv: list[str] | None = None) -> int:
     model_args, data_args, args = parse(argv)
     args.remove_unused_columns = False
@@ -78,11 +111,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{shards_recipe!r} (its _manifest.json); export that recipe or drop --recipe"
         )
     phage = args.stage == "phage"
-    if phage != (manifest.get("dataset") == PHAGE_DATASET):
-        raise ValueError(
-            f"{data_args.train_data} holds {manifest.get('dataset')!r} data; --stage phage "
-            "trains on `export_training --dataset phage` shards and only --stage phage does"
-        )
+    check_datasets(args.stage, data_args.train_data, manifest, data_args.validation_data)
     resume = (
         get_last_checkpoint(args.output_dir)
         if args.resume and Path(args.output_dir).exists()
