@@ -7,6 +7,7 @@ Both are used by candidate mining (Stage II) and by the evaluator. Pyserini need
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -114,6 +115,10 @@ class DenseIndex:
 
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         k = min(k, len(self.ids))
+        if hasattr(self.index, "nprobe"):  # IVF: probe lists expected to hold 2k vectors
+            per_list = len(self.ids) / self.index.nlist
+            wanted = math.ceil(2 * k / per_list)
+            self.index.nprobe = min(self.index.nlist, max(self.index.nprobe, wanted))
         return self.index.search(np.ascontiguousarray(queries, dtype=np.float32), k)
 
     def score(self, query: np.ndarray, doc_ids: list[str]) -> np.ndarray:
@@ -183,7 +188,9 @@ class DenseIndex:
         if kind == "flat":
             index = faiss.IndexFlatIP(d)
         elif kind == "ivf":
-            nlist = nlist or max(1, int(4 * np.sqrt(len(ids))))
+            # 4 sqrt(n) lists, each trained on at least FAISS's 39 points (a corpus smaller
+            # than the lists failed inside FAISS's clustering)
+            nlist = nlist or max(1, min(int(4 * np.sqrt(len(ids))), len(ids) // 39))
             index = faiss.IndexIVFFlat(faiss.IndexFlatIP(d), d, nlist, faiss.METRIC_INNER_PRODUCT)
             index.train(vectors)
             index.nprobe = max(1, nlist // 8)

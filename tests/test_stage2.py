@@ -63,6 +63,24 @@ def test_union_alternates_bm25_and_dense_to_k_unique():
     assert union_candidates(bm25, ["x"], 10) == ["a", "x", "b", "c"]
 
 
+def test_an_ivf_index_builds_on_a_small_corpus_and_returns_k_hits():
+    """IVF had 4 sqrt(n) lists whatever n (5 documents: FAISS failed to train 8 lists) and
+    probed an eighth of them, so a search for k returned fewer than k hits (50 documents,
+    k = 10: 5 to 7) and mining at k = 2,000 would have had few dense candidates."""
+    import numpy as np
+
+    from retrieval.search import DenseIndex
+
+    rng = np.random.default_rng(0)
+    for n, k in ((5, 10), (50, 10), (600, 200)):
+        vectors = rng.normal(size=(n, 16)).astype("float32")
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        index = DenseIndex.build([f"d{i}" for i in range(n)], vectors, "ivf")
+        _, rows = index.search(vectors[:4], k)
+        assert [(r >= 0).sum() for r in rows] == [min(n, k)] * 4
+        assert [r[0] for r in rows] == [0, 1, 2, 3]  # each vector finds itself first
+
+
 # --- properties over the generated corpus ----------------------------------------------------
 
 
