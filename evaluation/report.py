@@ -455,6 +455,19 @@ def build(
     missing = [r for r in runs if r not in set(metrics.get("run_id", []))]
     if missing:
         raise ValueError(f"eval/metrics has no rows for run(s) {missing}")
+    without = {
+        run: sorted(
+            int(k) for k in metrics[(metrics.run_id == run) & (metrics.metric == "hit")].k.unique()
+        )
+        for run in runs
+        if macro(metrics, [run], dim, "hit", 100).empty
+    }
+    if without:  # pandas failed later with "None of [Index(['ALL'] ...)] are in the [columns]"
+        raise ValueError(
+            "the paper's tables are Hit@100, and run(s) "
+            + ", ".join(f"{run} (hit at {ks or 'no cutoff'})" for run, ks in without.items())
+            + " have no Hit@100: evaluate them with 100 among --cutoffs"
+        )
     out.mkdir(parents=True, exist_ok=True)
     a, b = compare or (runs[-2], runs[-1]) if len(runs) >= 2 else (runs[0], runs[0])
     m100 = macro(metrics, runs, dim, "hit", 100)

@@ -367,6 +367,27 @@ def test_a_model_trained_before_the_split_grew_is_refused(spark, tmp_path):
     ]
 
 
+def test_the_report_names_a_run_without_hit_at_100(tmp_path, monkeypatch):
+    """A run evaluated with --cutoffs 10,20 failed the report with pandas' "None of
+    [Index(['ALL'], ...)] are in the [columns]" (the DAG's last task, after the pipeline)."""
+    import pandas as pd
+
+    rows = [
+        {"run_id": run, "name": run, "task": "retrieval", "stratum": "ALL", "dim": 64}
+        | {"ipc_section": "MACRO", "metric": "hit", "k": k, "lang": lang, "view": view}
+        | {"value": 0.5}
+        for run, cutoffs in (("a", (10, 100)), ("b", (10, 20)))
+        for k in cutoffs
+        for lang in ("en", "ALL")
+        for view in ("ABS", "ALL")
+    ]
+    tables = {"eval/metrics": pd.DataFrame(rows)}
+    monkeypatch.setattr(report, "load", lambda lake, name: tables.get(name, pd.DataFrame()))
+    with pytest.raises(ValueError, match=r"run\(s\) b \(hit at \[10, 20\]\) have no Hit@100"):
+        report.build("lake", ["a", "b"], tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize(
     "flag, value, message",
     [
