@@ -17,7 +17,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from expectations.suites import SUITES, suite_for, tables_queried
-from lake import build_session, table_exists, table_path, visible_versions, write_table
+from lake import (
+    build_session,
+    label,
+    table_exists,
+    table_path,
+    visible_versions,
+    write_table,
+)
 from lake.cli import finish, run_job
 from lake.tables import sql_string
 from schemas import TABLES
@@ -182,7 +189,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--tables", required=True, help=f"comma-separated tables, or 'all' ({', '.join(SUITES)})"
     )
-    parser.add_argument("--run-id", default=None)
+    parser.add_argument(
+        "--run-id", type=label, default=None, help="names the Data Docs folder <lake>/reports/ID"
+    )
     parser.add_argument(
         "--docs-dir", default=None, help="Data Docs folder (default <lake>/reports/<run_id>)"
     )

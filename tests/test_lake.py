@@ -176,6 +176,12 @@ def test_finish_keeps_the_exit_status_atexit_handlers_and_buffered_output(tmp_pa
             ["--model", "m", "--retrieval", "r", "--kind", "tac", "--encoder-name", "e' OR 1=1"],
             "argument --encoder-name: expected letters",
         ),
+        # the Data Docs go to <lake>/reports/<run id>: '../../x' wrote them outside the lake
+        (
+            "expectations.run",
+            ["--tables", "silver/views", "--run-id", "../../x"],
+            "argument --run-id: expected letters",
+        ),
     ],
 )
 def test_job_flags_refuse_bad_values_by_name_before_spark_starts(module, argv, message, capsys):
