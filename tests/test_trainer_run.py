@@ -134,6 +134,11 @@ def test_resume_continues_the_step_count(shard, tmp_path):
         != json.loads(Path(shard, "_manifest.json").read_text())["content_hash"]
     )
     assert state(out)["global_step"] == 15
+    # a fresh run on the other shards replaces the folder's checkpoints: they stayed, and a
+    # later --resume under the new run's identity went on from the first run's step 15
+    train.main([*elsewhere, "--max_steps", "5"])
+    steps = sorted(int(p.name.split("-")[1]) for p in out.glob("checkpoint-*"))
+    assert steps == [state(out)["global_step"]] and steps[0] <= 5  # one epoch of 60 patents
 
 
 def test_a_diverged_run_fails_and_exports_nothing(shard, tmp_path):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import sys
 from dataclasses import asdict
 from datetime import UTC, datetime
@@ -23,7 +24,7 @@ from pathlib import Path
 
 import torch
 from transformers import set_seed
-from transformers.trainer_utils import get_last_checkpoint
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, get_last_checkpoint
 
 from lake.cli import finish, run_job
 from schemas import defaults
@@ -241,6 +242,24 @@ def _absolute(path: str) -> str:
     return str(Path(path).resolve()) if Path(path).exists() else path
 
 
+def clear_earlier_run(output_dir: Path) -> None:
+    """A fresh run replaces what an earlier run left in its output folder: the checkpoints
+    (they stayed, so a later ``--resume`` went on from the earlier run's last one, under this
+    run's identity) and a LoRA ``adapter/`` the new model would not match. The model files
+    themselves are overwritten by the export."""
+    stale = sorted(p for p in output_dir.glob(f"{PREFIX_CHECKPOINT_DIR}-*") if p.is_dir())
+    if (output_dir / "adapter").is_dir():
+        stale.append(output_dir / "adapter")
+    for folder in stale:
+        shutil.rmtree(folder)
+    if stale:
+        print(
+            f"[train] fresh run: removed {', '.join(p.name for p in stale)} of an earlier run "
+            f"from {output_dir} (--resume true goes on from them instead)",
+            file=sys.stderr,
+        )
+
+
 def check_resumable(
     output_dir: str, checkpoint: str | None, identity: dict, write: bool = True
 ) -> None:
@@ -252,6 +271,7 @@ def check_resumable(
         if not write:
             return
         path.parent.mkdir(parents=True, exist_ok=True)
+        clear_earlier_run(path.parent)
         path.write_text(json.dumps(identity, indent=2, sort_keys=True))
         return
     if not path.exists():
