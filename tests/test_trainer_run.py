@@ -141,6 +141,15 @@ def test_resume_continues_the_step_count(shard, tmp_path):
     assert steps == [state(out)["global_step"]] and steps[0] <= 5  # one epoch of 60 patents
 
 
+def test_matryoshka_dims_wider_than_the_model_are_refused(shard, tmp_path):
+    """qwen3-tiny has 128 dimensions: `--matryoshka_dims 64,4096` trained the full vector
+    under the label 4096 (truncating to 4096 keeps 128)."""
+    out = tmp_path / "model"
+    with pytest.raises(ValueError, match=r"4096 is wider than the 128 dimensions of "):
+        train.main(argv(shard, out, "--matryoshka_dims", "64,4096", "--matryoshka_weights", "1,1"))
+    assert not list(out.glob("checkpoint-*"))
+
+
 def test_a_diverged_run_fails_and_exports_nothing(shard, tmp_path):
     """At this learning rate without clipping the weights turn NaN between the validation at
     step 4 and step 6; the run used to go on to its last step, export the NaN weights and

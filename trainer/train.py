@@ -122,6 +122,13 @@ def main(argv: list[str] | None = None) -> int:
     identity = _run_identity(model_args, data_args, args, manifest)
     check_resumable(args.output_dir, resume, identity, write=args.process_index == 0)
     encoder, base_path = build_encoder(model_args, args)
+    wider = [d for d in args.dims() if d is not None and d > encoder.dim]
+    if wider:  # the loss would train the full vector under the wider label
+        raise ValueError(
+            f"--matryoshka_dims {args.matryoshka_dims}: {', '.join(map(str, wider))} is wider "
+            f"than the {encoder.dim} dimensions of {base_path}; use dims up to {encoder.dim} "
+            "or 'full'"
+        )
     model = PhageEncoder(encoder, graph=args.graph_attention) if phage else encoder
     stream_class = PhageStream if phage else BatchStream  # its reader reads the validation too
 
