@@ -86,7 +86,7 @@ def test_batches_never_hold_two_texts_of_one_family():
         next(iter(family_disjoint_batches(examples[:2], 3)))
 
 
-def test_paper_profile_applies_stage2_settings_to_stage2_and_sft_only():
+def test_paper_profile_applies_stage2_settings_to_stage2_and_sft_only(tmp_path):
     from pathlib import Path
 
     from trainer.arguments import parse
@@ -113,6 +113,13 @@ def test_paper_profile_applies_stage2_settings_to_stage2_and_sft_only():
     assert settings == {"stage1": (1e-4, 128, 1), "stage2": (5e-5, 16, 4), "sft": (5e-5, 16, 4)}
     _, _, args = parse([config, *common, "--stage", "sft", "--learning_rate", "1e-5"])
     assert args.learning_rate == 1e-5  # the command line still wins
+    # a key or flag that is only a prefix of one (`learning_rat`) set it by argparse's
+    # abbreviation matching; it is refused as unknown, like any other typo
+    typo = tmp_path / "typo.yaml"
+    typo.write_text("learning_rat: 0.5\n")
+    for argv in ([str(typo), *common], [config, *common, "--learn", "0.5"]):
+        with pytest.raises(ValueError, match="not used by the HfArgumentParser: \\['--learn"):
+            parse(argv)
 
 
 def test_a_recipe_section_applies_to_its_pairs_and_matched_controls(tmp_path):

@@ -266,5 +266,9 @@ def parse(argv: list | None = None):
         rest = argv[1:]
         stage = _option(rest, "stage", values, "stage1")
         argv = _config_to_argv(values, stage, _recipe(rest, values)) + rest
-    parser = HfArgumentParser((ModelArguments, DataArguments, XembedTrainingArguments))
+    # no prefix matching: a config key `learning_rat` (or `--learn`) is refused as unknown
+    # instead of setting learning_rate
+    parser = HfArgumentParser(
+        (ModelArguments, DataArguments, XembedTrainingArguments), allow_abbrev=False
+    )
     return parser.parse_args_into_dataclasses(args=argv)
