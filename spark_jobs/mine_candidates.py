@@ -41,10 +41,19 @@ _OPEN: dict = {}  # indexes opened in this Python worker, by path
 
 
 def _open(kind: str, path: str):
+    """The index at ``path``, opened once per Python worker and again when it was rebuilt
+    (a Spark Connect server reuses its Python workers across jobs: a rerun after the index
+    was rebuilt would have searched the old one)."""
+    folder = Path(path)
+    stamp = (
+        tuple(sorted((p.name, p.stat().st_mtime_ns, p.stat().st_size) for p in folder.iterdir()))
+        if folder.is_dir()
+        else None
+    )
     key = (kind, path)
-    if key not in _OPEN:
-        _OPEN[key] = Bm25(path) if kind == "bm25" else DenseIndex.load(path)
-    return _OPEN[key]
+    if key not in _OPEN or _OPEN[key][0] != stamp:
+        _OPEN[key] = (stamp, Bm25(path) if kind == "bm25" else DenseIndex.load(path))
+    return _OPEN[key][1]
 
 
 def mine(

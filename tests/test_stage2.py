@@ -81,6 +81,22 @@ def test_an_ivf_index_builds_on_a_small_corpus_and_returns_k_hits():
         assert [r[0] for r in rows] == [0, 1, 2, 3]  # each vector finds itself first
 
 
+def test_mining_opens_a_rebuilt_index_again(tmp_path):
+    """Indexes are kept open per Python worker, and a Spark Connect server reuses its workers
+    across jobs: a rerun after the index was rebuilt searched the old one."""
+    import numpy as np
+
+    from retrieval.search import DenseIndex
+    from spark_jobs import mine_candidates
+
+    folder = str(tmp_path / "faiss")
+    for n in (3, 5):
+        vectors = np.eye(n, 8, dtype="float32")
+        DenseIndex.build([f"d{i}" for i in range(n)], vectors).save(folder, encoder="e")
+        assert mine_candidates._open("dense", folder).ids == [f"d{i}" for i in range(n)]
+    assert mine_candidates._open("dense", folder) is mine_candidates._open("dense", folder)
+
+
 # --- properties over the generated corpus ----------------------------------------------------
 
 
