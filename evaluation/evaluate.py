@@ -54,7 +54,7 @@ from lake import (
     write_rows,
 )
 from lake.cli import finish, flag_check, run_job
-from lake.snapshots import visible_snapshots
+from lake.snapshots import stale_inputs
 from lake.tables import sql_string
 from retrieval.search import Bm25, DenseIndex, build_bm25_index
 from schemas import defaults
@@ -81,24 +81,11 @@ def read_inputs(spark, lake: str, inputs: str, cache: Path) -> tuple[Path, dict,
         )
     text = fs.read_text(spark, join(inputs, MANIFEST))
     manifest = json.loads(text)
-    current = visible_snapshots(spark, lake, manifest["delta_versions"])
-    runs = manifest.get("delta_runs", {})  # absent from inputs prepared before it was recorded
-
-    def made(version: int, run: str | None) -> str:
-        return f"v{version}" + (f" of run {run}" if run else "")
-
-    stale = {}
-    for name, version in manifest["delta_versions"].items():
-        was = (version, runs.get(name))
-        now = (current[name].version, current[name].run_id if name in runs else None)
-        if was != now:
-            stale[name] = (made(*was), made(*now))
+    stale = stale_inputs(spark, lake, manifest)
     if stale:
         raise StaleInputsError(
             f"{inputs} was prepared from other table versions than the lake's (or from "
-            "another lake) "
-            + ", ".join(f"{n} {a} (lake: {b})" for n, (a, b) in sorted(stale.items()))
-            + "; rerun spark_jobs/prepare_evaluation.py"
+            f"another lake) {stale}; rerun spark_jobs/prepare_evaluation.py"
         )
     # the copy of remote inputs is keyed by their manifest: re-prepared inputs are fetched anew
     folder = fs.fetch(spark, inputs, cache, hashlib.sha256(text.encode()).hexdigest()[:16])

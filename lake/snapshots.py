@@ -91,6 +91,28 @@ def visible_snapshots(spark: SparkSession, lake: str, names) -> dict[str, Snapsh
     return {name: visible(spark, lake, name, runs) for name in names}
 
 
+def stale_inputs(spark: SparkSession, lake: str, manifest: dict) -> str | None:
+    """What changed since a folder outside the lake was prepared from it, or None.
+
+    ``manifest`` holds the ``delta_versions`` read and (since they were recorded) the
+    ``delta_runs`` that wrote them: two lakes built by the same pipeline have the same version
+    numbers, not the same runs."""
+    versions = manifest.get("delta_versions") or {}
+    current = visible_snapshots(spark, lake, versions)
+    runs = manifest.get("delta_runs", {})  # absent from folders prepared before it was recorded
+
+    def made(version: int, run: str | None) -> str:
+        return f"v{version}" + (f" of run {run}" if run else "")
+
+    changed = []
+    for name, version in sorted(versions.items()):
+        was = (version, runs.get(name))
+        now = (current[name].version, current[name].run_id if name in runs else None)
+        if was != now:
+            changed.append(f"{name} {made(*was)} (lake: {made(*now)})")
+    return ", ".join(changed) or None
+
+
 def visible_versions(spark: SparkSession, lake: str, names) -> dict[str, int]:
     """The visible version of each table in ``names``."""
     return {name: s.version for name, s in visible_snapshots(spark, lake, names).items()}

@@ -30,6 +30,7 @@ from pyspark.sql import functions as F
 from lake import JobRun, build_session, job_arguments, positive_int
 from lake.cli import run_job
 from lake.session import parallelism
+from lake.snapshots import stale_inputs
 from retrieval.search import Bm25, DenseIndex, union_candidates
 from schemas import defaults, table
 
@@ -92,12 +93,27 @@ def _mine_chunk(frame: pd.DataFrame, dense, bm25, k: int, bm25_chars: int) -> pd
     return pd.DataFrame(out, columns=CANDIDATES.column_names).astype({"n_available": "int32"})
 
 
-def check_inputs(lake: str, retrieval: str, encoder: str, queries: DataFrame) -> None:
-    """Refuse inputs that would mine less than asked without failing: query views without an
+def check_inputs(
+    spark: SparkSession, lake: str, retrieval: str, encoder: str, queries: DataFrame
+) -> None:
+    """Refuse inputs that do not belong together: a retrieval folder prepared from other table
+    versions (its views may hold families the split excludes now), query views without an
     embedding of ``encoder`` (the join would skip them), a FAISS index of another encoder or
     dimension, or a query language whose BM25 index is missing (its views would get dense
     candidates only). ``queries``: the query views left-joined with their embeddings."""
     root = Path(retrieval)
+    manifest = (
+        json.loads((root / "_manifest.json").read_text())
+        if (root / "_manifest.json").is_file()
+        else {}
+    )
+    stale = stale_inputs(spark, lake, manifest)
+    if stale:  # e.g. split ran again: the queries and candidates hold families it excludes now
+        raise ValueError(
+            f"mine_candidates: {retrieval} was prepared from other table versions than the "
+            f"lake's (or from another lake) {stale}; rerun spark_jobs/prepare_retrieval.py and "
+            "the encoding and indexes after it"
+        )
     seen = queries.agg(
         F.count("*").alias("views"),
         F.sum(F.col("embedding").isNull().cast("int")).alias("missing"),
@@ -127,8 +143,7 @@ def check_inputs(lake: str, retrieval: str, encoder: str, queries: DataFrame) ->
             f"query views {'/'.join(map(str, dims))} dimensions from {encoder!r}; rebuild it: "
             f"{rebuild}"
         )
-    manifest = root / "_manifest.json"
-    documents = json.loads(manifest.read_text())["bm25_documents"] if manifest.is_file() else {}
+    documents = manifest.get("bm25_documents", {})
     missing = sorted(
         lang
         for lang in seen["langs"]
@@ -162,7 +177,7 @@ def run(
             .select(F.col("id").alias("key"), "embedding")
         )
         queries = spark.read.parquet(f"{retrieval}/queries").join(embeddings, "key", "left")
-        check_inputs(lake, retrieval, encoder, queries)
+        check_inputs(spark, lake, retrieval, encoder, queries)
         n_parts = partitions or max(2, parallelism(spark))
         mined = queries.repartition(n_parts, "key").mapInPandas(
             lambda it: mine(it, retrieval, k, bm25_chars), OUTPUT_SCHEMA

@@ -51,6 +51,8 @@ def run(
             "query_views": queries.count(),
             "query_patents": queries.select("query_id").distinct().count(),
             "delta_versions": dict(job.inputs),
+            # the runs that wrote them: mining refuses a folder prepared from other ones
+            "delta_runs": {name: snap.run_id for name, snap in job.snapshots.items()},
         }
         fs.write_text(
             spark, f"{out}/_manifest.json", json.dumps(manifest, indent=2, sort_keys=True)

@@ -198,7 +198,13 @@ def test_mining_refuses_inputs_that_would_mine_less_than_asked(spark, stage2, tm
         assert info["encoder"] == "miner"  # recorded by evaluation.index faiss
         (folder / "faiss" / "index.json").write_text(json.dumps({**info, "encoder": "other"}))
 
+    def after_a_new_split(folder):  # the views may hold families the split excludes now
+        manifest = json.loads((folder / "_manifest.json").read_text())
+        manifest["delta_versions"]["silver/excluded_families"] -= 1
+        (folder / "_manifest.json").write_text(json.dumps(manifest))
+
     cases = [
+        (after_a_new_split, r"prepared from other table versions .* silver/excluded_families v"),
         (unembedded, r"1 of \d+ query views .* have no 'miner' query embedding .*-new"),
         (lambda f: shutil.rmtree(f / "bm25_index" / lang), rf"no BM25 index for .*{lang}"),
         (other_encoder, r"faiss holds \d+ embeddings of \d+ dimensions from encoder 'other'"),
