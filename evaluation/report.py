@@ -455,12 +455,13 @@ def build(
     missing = [r for r in runs if r not in set(metrics.get("run_id", []))]
     if missing:
         raise ValueError(f"eval/metrics has no rows for run(s) {missing}")
+    m100 = macro(metrics, runs, dim, "hit", 100)
     without = {
         run: sorted(
             int(k) for k in metrics[(metrics.run_id == run) & (metrics.metric == "hit")].k.unique()
         )
         for run in runs
-        if macro(metrics, [run], dim, "hit", 100).empty
+        if run not in set(m100.run_id)
     }
     if without:  # pandas failed later with "None of [Index(['ALL'] ...)] are in the [columns]"
         raise ValueError(
@@ -470,7 +471,6 @@ def build(
         )
     out.mkdir(parents=True, exist_ok=True)
     a, b = compare or (runs[-2], runs[-1]) if len(runs) >= 2 else (runs[0], runs[0])
-    m100 = macro(metrics, runs, dim, "hit", 100)
     m100 = m100[m100.view.isin([*VIEWS, "ALL"])]  # the paper's tables: its four views
     sections = [
         (
