@@ -87,3 +87,31 @@ def test_generated_claims_parse_back_to_their_plan(lang):
         structure = claim_plan(inv, random.Random(family))
         text = render_patent(inv, structure, lang, random.Random(family + 1))["claims"]
         assert deps(text, lang) == [(c.number, c.parents) for c in structure], text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a repeated claim set (an amendment after the original): the repeat stays in claim 1
+        (
+            "【請求項１】カップ。【請求項１】蓋付きカップ。【請求項２】請求項１のカップ。",
+            [(1, "カップ。【請求項1】蓋付きカップ。", ()), (2, "請求項1のカップ。", (1,))],
+        ),
+        # a skipped number: the marker out of sequence stays in the claim before it
+        (
+            "【請求項１】A。【請求項３】C。【請求項２】B。",
+            [(1, "A。【請求項3】C。", ()), (2, "B。", ())],
+        ),
+        # markers not starting at 1: no numbering recognised, the whole text is one claim
+        (
+            "【請求項２】請求項１のカップ。【請求項１】カップ。",
+            [(1, "【請求項2】請求項1のカップ。【請求項1】カップ。", ())],
+        ),
+    ],
+)
+def test_japanese_markers_out_of_sequence_keep_numbers_unique_and_text_whole(text, expected):
+    # silver/claims is keyed by claim number: a repeated 【請求項１】 gave two claims 1, which
+    # failed the data-quality gate's key check and made claim_graph join claim 1 to itself
+    claims = split_claims(text, "ja")
+    assert [(c.number, c.text, c.depends_on) for c in claims] == expected
+    assert "".join(c.text for c in claims).count("。") == text.count("。")

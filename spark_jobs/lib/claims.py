@@ -48,14 +48,30 @@ def normalize(text: str) -> str:
     return unicodedata.normalize("NFKC", text)
 
 
+def _jp_segments(text: str) -> list[tuple[int, str]]:
+    """(claim number, body) at 【請求項N】 markers numbered 1, 2, 3, ... in order.
+
+    A marker out of that sequence (a repeated or amended claim set, a number skipped) stays
+    in the body of the claim before it, so every number is unique and no text is lost; a
+    text whose markers do not start at 【請求項1】 before any other gives no segments (the
+    generic rules then apply)."""
+    accepted = []
+    for m in _JP_MARKER.finditer(text):
+        if int(m.group(1)) == len(accepted) + 1:
+            accepted.append(m)
+        elif not accepted:
+            return []
+    return [
+        (i + 1, text[m.end() : accepted[i + 1].start() if i + 1 < len(accepted) else None])
+        for i, m in enumerate(accepted)
+    ]
+
+
 def _numbered_segments(text: str) -> list[tuple[int, str]]:
     """(claim number, body) in order; the number sequence must run 1, 2, 3, ..."""
-    jp = list(_JP_MARKER.finditer(text))
+    jp = _jp_segments(text)
     if jp:
-        return [
-            (int(m.group(1)), text[m.end() : jp[i + 1].start() if i + 1 < len(jp) else None])
-            for i, m in enumerate(jp)
-        ]
+        return jp
     segments: list[tuple[int, int, int]] = []  # (number, marker start, body start)
     expected, pos = 1, 0
     while True:
