@@ -4,13 +4,16 @@
     python -m evaluation.index faiss --lake data/lake --encoder NAME --out retrieval/faiss [--type flat|ivf|hnsw]
 
 BM25: one Lucene index per language folder of Pyserini JsonCollection files (zh and ja get
-Pyserini's language analyzers, en the default English one). FAISS: an inner-product index
-over the encoder's TAC embeddings read from the lake table index/embeddings.
+Pyserini's language analyzers, en the default English one), and index.json naming the
+languages and the prepared folder's manifest they were built from (its SHA-256). FAISS: an inner-product index
+over the encoder's TAC embeddings read from the lake table index/embeddings, with index.json
+(encoder, dimensions, documents). Each index.json is written last, so a killed build has none.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -19,7 +22,7 @@ from pyspark.sql import functions as F
 
 from lake import add_lake_arguments, build_session, positive_int, read_table
 from lake.cli import run_job
-from retrieval.search import INDEX_TYPES, DenseIndex, build_bm25_index
+from retrieval.search import INDEX_INFO, INDEX_TYPES, DenseIndex, build_bm25_index, manifest_digest
 
 
 def read_embeddings(
@@ -66,11 +69,16 @@ def main(argv: list[str] | None = None) -> int:
         langs = sorted(p.name for p in Path(args.collections).iterdir() if p.is_dir())
         if not langs:
             parser.error(f"{args.collections} holds no language folders")
+        record = Path(args.out) / INDEX_INFO
+        record.unlink(missing_ok=True)  # written last: none beside a killed build
         for lang in langs:
             build_bm25_index(
                 str(Path(args.collections) / lang), str(Path(args.out) / lang), lang, args.threads
             )
             print(f"bm25 index {lang}: {Path(args.out) / lang}", file=sys.stderr)
+        # the prepare_retrieval / prepare_evaluation output the collections came from
+        prepared = manifest_digest(Path(args.collections).parent)
+        record.write_text(json.dumps({"languages": langs, "prepared": prepared}, indent=2))
         return 0
     ids, _, vectors = read_embeddings(args.lake, args.encoder, "tac", args.master)
     DenseIndex.build(ids, vectors, args.type).save(args.out, encoder=args.encoder)

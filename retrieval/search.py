@@ -6,6 +6,7 @@ Both are used by candidate mining (Stage II) and by the evaluator. Pyserini need
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import subprocess
@@ -19,10 +20,17 @@ from retrieval.java import prepare_pyserini_env
 from schemas.defaults import BM25_QUERY_CHARS
 
 INDEX_TYPES = ("flat", "ivf", "hnsw")
-INDEX_INFO = "index.json"  # written beside a saved FAISS index
+INDEX_INFO = "index.json"  # written beside a saved FAISS index and a set of BM25 indexes
 
 
 # --- BM25 -------------------------------------------------------------------------------------
+
+
+def manifest_digest(folder: str | Path) -> str | None:
+    """SHA-256 of a prepared folder's ``_manifest.json`` (None without one): what an index
+    built from the folder records, so a reader can tell it was prepared again since."""
+    path = Path(folder) / "_manifest.json"
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
 
 
 def build_bm25_index(collection: str, index: str, lang: str, threads: int = 2) -> None:
@@ -133,6 +141,7 @@ class DenseIndex:
 
         out = Path(folder)
         out.mkdir(parents=True, exist_ok=True)
+        (out / INDEX_INFO).unlink(missing_ok=True)  # written last: none after a killed save
         faiss.write_index(self._cpu_index(), str(out / "index.faiss"))
         np.save(out / "vectors.npy", self.vectors)
         (out / "ids.json").write_text(json.dumps(self.ids))
@@ -141,15 +150,17 @@ class DenseIndex:
 
     @staticmethod
     def info(folder: str) -> dict:
-        """What ``save`` recorded (an index saved before index.json existed: dims and count
-        from its vectors, encoder None); FileNotFoundError when the folder holds no index."""
+        """What ``save`` recorded; FileNotFoundError when the folder holds no index, or no
+        index.json beside it (its save was interrupted, or it predates the record)."""
         folder = Path(folder)
         if not (folder / "index.faiss").is_file():
             raise FileNotFoundError(f"{folder}: no FAISS index (index.faiss)")
-        if (folder / INDEX_INFO).is_file():
-            return json.loads((folder / INDEX_INFO).read_text())
-        rows, dims = np.load(folder / "vectors.npy", mmap_mode="r").shape
-        return {"encoder": None, "dims": int(dims), "documents": int(rows)}
+        if not (folder / INDEX_INFO).is_file():
+            raise FileNotFoundError(
+                f"{folder}: no {INDEX_INFO} beside index.faiss (its save was interrupted, or "
+                "it was saved before the record existed)"
+            )
+        return json.loads((folder / INDEX_INFO).read_text())
 
     def _cpu_index(self):
         import faiss

@@ -12,7 +12,8 @@ one row (gold/stage2_candidates), so the paper's k = 2,000 writes one row per vi
 2,000. Executors search with Pyserini and FAISS in mapInPandas; indexes are opened once per
 Python worker. Before any search the inputs must match: every query view has an embedding of
 --encoder, the FAISS index holds that encoder's embeddings, and every query language with
-BM25 documents has its index (``check_inputs``).
+BM25 documents has its index, and the FAISS index holds exactly the folder's candidate pool
+(``check_inputs``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -31,7 +34,7 @@ from lake import JobRun, build_session, job_arguments, positive_int
 from lake.cli import run_job
 from lake.session import parallelism
 from lake.snapshots import stale_inputs
-from retrieval.search import Bm25, DenseIndex, union_candidates
+from retrieval.search import INDEX_INFO, Bm25, DenseIndex, manifest_digest, union_candidates
 from schemas import defaults, table
 
 CANDIDATES = table("gold/stage2_candidates")  # the contract is the output schema
@@ -136,25 +139,70 @@ def check_inputs(
     except FileNotFoundError as error:
         raise ValueError(f"mine_candidates: {error}; build it: {rebuild}") from None
     dims = sorted(d for d in seen["dims"] if d is not None and d >= 0)
-    if index["encoder"] not in (None, encoder) or dims not in ([], [index["dims"]]):
+    if index["encoder"] != encoder or dims not in ([], [index["dims"]]):
         raise ValueError(
             f"mine_candidates: {root / 'faiss'} holds {index['documents']:,} embeddings of "
-            f"{index['dims']} dimensions from encoder {index['encoder'] or 'unrecorded'!r}, the "
+            f"{index['dims']} dimensions from encoder {index['encoder']!r}, the "
             f"query views {'/'.join(map(str, dims))} dimensions from {encoder!r}; rebuild it: "
             f"{rebuild}"
         )
+    _check_index_ids(spark, retrieval, rebuild, lake, encoder)
     documents = manifest.get("bm25_documents", {})
     missing = sorted(
         lang
         for lang in seen["langs"]
         if documents.get(lang, 1) and not (root / "bm25_index" / lang).is_dir()
     )
+    bm25_rebuild = (
+        f"python -m evaluation.index bm25 --collections {root / 'bm25'} --out {root / 'bm25_index'}"
+    )
     if missing:
         raise ValueError(
             f"mine_candidates: no BM25 index for the query language(s) {', '.join(missing)} "
             f"under {root / 'bm25_index'} (their views would get dense candidates only); build "
-            f"them: python -m evaluation.index bm25 --collections {root / 'bm25'} --out "
-            f"{root / 'bm25_index'}"
+            f"them: {bm25_rebuild}"
+        )
+    record = root / "bm25_index" / INDEX_INFO
+    if not record.is_file():
+        if any(documents.get(lang, 1) for lang in seen["langs"]):
+            raise ValueError(
+                f"mine_candidates: {root / 'bm25_index'} has no {INDEX_INFO} (its build was "
+                f"interrupted, or it predates the record); rebuild it: {bm25_rebuild}"
+            )
+    elif json.loads(record.read_text()).get("prepared") != manifest_digest(root):
+        raise ValueError(
+            f"mine_candidates: {root / 'bm25_index'} was built from the collections of an "
+            f"earlier prepare_retrieval of {retrieval} (it would search documents the pool no "
+            f"longer holds, and miss its new ones); rebuild it: {bm25_rebuild}"
+        )
+
+
+def _check_index_ids(
+    spark: SparkSession, retrieval: str, rebuild: str, lake: str, encoder: str
+) -> None:
+    """Refuse a FAISS index whose documents are not the folder's candidate pool (built from
+    the embeddings of an earlier prepare_retrieval): it would mine documents outside the pool,
+    families the split excludes now among them, and never return the pool's new ones."""
+    indexed = pa.array(json.loads((Path(retrieval) / "faiss" / "ids.json").read_text()))
+    pool = (
+        spark.read.parquet(f"{retrieval}/candidates")
+        .select("id")
+        .toArrow()
+        .column("id")
+        .combine_chunks()
+    )
+    outside = pc.filter(indexed, pc.invert(pc.is_in(indexed, value_set=pool)))
+    missing = pc.filter(pool, pc.invert(pc.is_in(pool, value_set=indexed)))
+    if len(outside) or len(missing):
+        raise ValueError(
+            f"mine_candidates: {retrieval}/faiss is not built over {retrieval}/candidates: it "
+            f"holds {len(outside):,} document(s) outside the pool"
+            + (f" (e.g. {outside[0].as_py()!r})" if len(outside) else "")
+            + f" and lacks {len(missing):,} of the pool's {len(pool):,}"
+            + (f" (e.g. {missing[0].as_py()!r})" if len(missing) else "")
+            + "; encode the pool again (python -m evaluation.encode --retrieval "
+            f"{retrieval} --kind tac --lake {lake} --encoder-name {encoder}) and rebuild it: "
+            f"{rebuild}"
         )
 
 

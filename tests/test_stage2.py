@@ -2,6 +2,7 @@
 
 from datetime import date
 
+import numpy as np
 import pandas as pd
 import pytest
 from deltalake import DeltaTable
@@ -169,7 +170,8 @@ def test_dropped_views_are_recorded_with_reasons(stage2):
 
 def test_mining_refuses_inputs_that_would_mine_less_than_asked(spark, stage2, tmp_path):
     """Each broken copy of the retrieval folder used to mine without an error: views without an
-    embedding were skipped by the join, a missing BM25 index gave dense candidates only."""
+    embedding were skipped by the join, a missing BM25 index gave dense candidates only, and
+    indexes built before the folder was prepared again searched its earlier pool."""
     import json
     import shutil
 
@@ -198,6 +200,20 @@ def test_mining_refuses_inputs_that_would_mine_less_than_asked(spark, stage2, tm
         assert info["encoder"] == "miner"  # recorded by evaluation.index faiss
         (folder / "faiss" / "index.json").write_text(json.dumps({**info, "encoder": "other"}))
 
+    def built_over_an_earlier_pool(folder):  # prepared again, the index not rebuilt
+        from retrieval.search import DenseIndex
+
+        old = DenseIndex.load(str(folder / "faiss"), use_gpu=False)
+        vectors = np.vstack([old.vectors[1:], old.vectors[:1]])
+        DenseIndex.build([*old.ids[1:], "XX-0-OLD"], vectors).save(
+            str(folder / "faiss"), encoder="miner"
+        )
+
+    def bm25_of_an_earlier_prepare(folder):  # prepared again, BM25 not rebuilt
+        manifest = json.loads((folder / "_manifest.json").read_text())
+        manifest["candidates"] += 1
+        (folder / "_manifest.json").write_text(json.dumps(manifest))
+
     def after_a_new_split(folder):  # the views may hold families the split excludes now
         manifest = json.loads((folder / "_manifest.json").read_text())
         manifest["delta_versions"]["silver/excluded_families"] -= 1
@@ -209,6 +225,17 @@ def test_mining_refuses_inputs_that_would_mine_less_than_asked(spark, stage2, tm
         (lambda f: shutil.rmtree(f / "bm25_index" / lang), rf"no BM25 index for .*{lang}"),
         (other_encoder, r"faiss holds \d+ embeddings of \d+ dimensions from encoder 'other'"),
         (lambda f: shutil.rmtree(f / "faiss"), r"no FAISS index"),
+        (
+            bm25_of_an_earlier_prepare,
+            r"bm25_index was built from the collections of an earlier prepare_retrieval",
+        ),
+        (lambda f: (f / "bm25_index" / "index.json").unlink(), r"bm25_index has no index.json"),
+        (lambda f: (f / "faiss" / "index.json").unlink(), r"no index.json beside index.faiss"),
+        (
+            built_over_an_earlier_pool,
+            r"faiss is not built over .*candidates: it holds 1 document\(s\) outside the pool "
+            r"\(e.g. 'XX-0-OLD'\) and lacks 1 of the pool's \d+ \(e.g. '",
+        ),
     ]
     for i, (damage, message) in enumerate(cases):
         with pytest.raises(ValueError, match=message):
