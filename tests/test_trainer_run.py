@@ -123,6 +123,12 @@ def test_resume_continues_the_step_count(shard, tmp_path):
     assert first["global_step"] == 10 and second["global_step"] == 15
     losses = [e["step"] for e in second["log_history"] if "loss" in e]
     assert losses == [5, 10, 15]  # steps 1-10 were not trained again
+    # killed while saving checkpoint 15 (trainer_state.json is written last): --resume picked
+    # that folder and failed on the missing file; it goes on from step 10 and saves 15 again
+    (out / "checkpoint-15" / "trainer_state.json").unlink()
+    train.main([*common, "--max_steps", "15", "--resume", "true"])
+    assert state(out)["global_step"] == 15
+    assert [e["step"] for e in state(out)["log_history"] if "loss" in e] == [5, 10, 15]
     # other shards into the same folder: the run went on from step 15 on other data, with
     # the first data's best validation loss and the second's hash in the registry
     other = write_sample_stage1_shards(tmp_path / "other", n_patents=60, seed=5)

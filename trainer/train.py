@@ -24,7 +24,8 @@ from pathlib import Path
 
 import torch
 from transformers import set_seed
-from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, get_last_checkpoint
+from transformers.trainer import TRAINER_STATE_NAME
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from lake.cli import finish, run_job
 from schemas import defaults
@@ -114,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     phage = args.stage == "phage"
     check_datasets(args.stage, data_args.train_data, manifest, data_args.validation_data)
     resume = (
-        get_last_checkpoint(args.output_dir)
+        last_complete_checkpoint(args.output_dir, write=args.process_index == 0)
         if args.resume and Path(args.output_dir).exists()
         else None
     )
@@ -247,6 +248,31 @@ def _run_identity(model_args, data_args, args, manifest: dict) -> dict:
 def _absolute(path: str) -> str:
     """A local path as an absolute one (``builtin:...`` and other names as given)."""
     return str(Path(path).resolve()) if Path(path).exists() else path
+
+
+def last_complete_checkpoint(output_dir: str, write: bool = True) -> str | None:
+    """The latest checkpoint whose save finished (the Trainer writes trainer_state.json last).
+
+    A run killed while saving leaves a later checkpoint folder without it, which
+    ``--resume`` used to pick and fail on; such folders are removed (``write``: one process
+    does) so the run goes on from the checkpoint before and saves that step again."""
+    steps = {
+        int(p.name.rsplit("-", 1)[1]): p
+        for p in Path(output_dir).glob(f"{PREFIX_CHECKPOINT_DIR}-*")
+        if p.is_dir() and p.name.rsplit("-", 1)[1].isdigit()
+    }
+    folders = [steps[step] for step in sorted(steps, reverse=True)]
+    for folder in folders:
+        if (folder / TRAINER_STATE_NAME).is_file():
+            return str(folder)
+        if write:
+            shutil.rmtree(folder)
+        print(
+            f"[train] --resume: {folder} has no {TRAINER_STATE_NAME} (its save was "
+            "interrupted); going on from the checkpoint before it",
+            file=sys.stderr,
+        )
+    return None
 
 
 def clear_earlier_run(output_dir: Path) -> None:
