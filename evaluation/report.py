@@ -38,6 +38,31 @@ def load(lake: str, name: str) -> pd.DataFrame:
     return read_pandas(lake, name)
 
 
+def mixed_inputs(eval_runs: pd.DataFrame, runs: list[str]) -> str | None:
+    """Why ``runs`` do not compare, or None: two of them read a table both read at different
+    versions (evaluated before and after the split, curate or prepare_evaluation ran again:
+    other queries, other relevance, another collection). ``eval_runs``: the eval/runs table."""
+    versions = {
+        row.run_id: dict(row.data_versions or {})
+        for row in eval_runs[eval_runs.run_id.isin(runs)].itertuples()
+    }
+    known = [run for run in runs if run in versions]
+    for i, a in enumerate(known):
+        for b in known[i + 1 :]:
+            differ = sorted(
+                f"{name} v{versions[a][name]} / v{versions[b][name]}"
+                for name in versions[a].keys() & versions[b].keys()
+                if versions[a][name] != versions[b][name]
+            )
+            if differ:
+                return (
+                    f"runs {a} and {b} were evaluated on different table versions "
+                    f"({', '.join(differ)}): their scores do not compare; evaluate them again "
+                    "on the same inputs"
+                )
+    return None
+
+
 def paper_rows(metrics: pd.DataFrame) -> pd.DataFrame:
     """The rows of the paper's tables: X retrieval over all queries (no stratum)."""
     return metrics[(metrics.task == "retrieval") & (metrics.stratum == "ALL")]
@@ -455,6 +480,11 @@ def build(
     missing = [r for r in runs if r not in set(metrics.get("run_id", []))]
     if missing:
         raise ValueError(f"eval/metrics has no rows for run(s) {missing}")
+    mixed = mixed_inputs(
+        load(lake, "eval/runs"), [*runs, *(recipes or []), *(phage or []), base, phage_base]
+    )
+    if mixed:
+        raise ValueError(mixed)
     m100 = macro(metrics, runs, dim, "hit", 100)
     without = {
         run: sorted(

@@ -21,6 +21,7 @@ import numpy as np
 from pyspark.sql import functions as F
 
 from evaluation.metrics import SECTIONS, metrics_from_ranks
+from evaluation.report import mixed_inputs
 from lake import (
     add_lake_arguments,
     build_session,
@@ -191,6 +192,11 @@ def main(argv: list[str] | None = None) -> int:
         if dim is None:
             parser.error(f"run {run!r} has dims {sorted(dims)}, not {args.dim}")
         rows_of[run] = rows[rows.dim == dim].to_dict("records")
+    eval_runs = read_pandas(args.lake, "eval/runs", spark)
+    for run_a, run_b in pairs:  # a paired test needs one query set, relevance and collection
+        mixed = mixed_inputs(eval_runs, [run_a, run_b])
+        if mixed:
+            parser.error(mixed)
     depth = searched_depth(spark, args.lake, list(rows_of))
     deepest = max((metric_cutoff(m, args.k) or 0) for m in metrics)
     for run in rows_of:

@@ -2,6 +2,7 @@
 
 import json
 import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -292,6 +293,23 @@ def test_end_to_end_on_a_file_uri_lake_tables_report_significance_and_sql(
     assert sql.returncode == 0, sql.stderr[-2000:]
     count = int(sql.stdout.strip().splitlines()[-1])
     assert count == len(metrics[metrics.run_id == "e2e-bm25"])
+
+    # e2e-base as if evaluated after prepare_evaluation ran again (other queries, relevance or
+    # collection): the paired test paired its queries with bm25's, the report set them side
+    # by side; both refuse, naming the table
+    spark.sql(
+        f"UPDATE delta.`{lake}/eval/runs` SET data_versions = transform_values(data_versions, "
+        "(name, v) -> IF(name = 'silver/eval_queries', v + 1, v)) WHERE run_id = 'e2e-base'"
+    )
+    with pytest.raises(SystemExit):
+        significance.main(["--lake", lake_uri, "--a", "e2e-bm25", "--b", "e2e-base"])
+    assert re.search(
+        r"runs e2e-bm25 and e2e-base were evaluated on different table versions "
+        r"\(silver/eval_queries v\d+ / v\d+\)",
+        capsys.readouterr().err,
+    )
+    with pytest.raises(ValueError, match=r"e2e-base were evaluated on different table versions"):
+        report.build(lake_uri, ["e2e-bm25", "e2e-base"], tmp_path / "mixed")
 
 
 @pytest.mark.spark
