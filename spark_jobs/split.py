@@ -11,7 +11,7 @@ from datetime import date
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from lake import JobRun, build_session, iso_date, job_arguments
+from lake import EmptyTableError, JobRun, build_session, iso_date, job_arguments
 from lake.cli import run_job
 from schemas import defaults
 from spark_jobs.lib import split as splitting
@@ -28,7 +28,21 @@ def run(
     with JobRun(spark, lake, "split", args or {"eval_cutoff": str(cutoff)}, run_id) as job:
         patents = job.read("silver/patents")
         citations = job.read("bronze/citations")
-        job.write(splitting.eval_queries(patents, citations, cutoff), "silver/eval_queries")
+        found = splitting.eval_queries(patents, citations, cutoff).persist()
+        if not job.allow_empty and found.isEmpty():
+            # every family would train and nothing would be evaluated, hours later
+            since = patents.agg(
+                F.max("filing_date").alias("latest"),
+                F.sum((F.col("filing_date") >= F.lit(cutoff)).cast("int")).alias("n"),
+            ).first()
+            raise EmptyTableError(
+                f"split: no patent filed on or after {cutoff} has an X citation resolved in "
+                f"the corpus ({since['n'] or 0:,} filed since; the latest filing date is "
+                f"{since['latest']}), so silver/eval_queries would be empty and nothing was "
+                "written. Choose an earlier --eval-cutoff, or pass --allow-empty if that is meant"
+            )
+        job.write(found, "silver/eval_queries")
+        found.unpersist()
         queries = job.read("silver/eval_queries")
         job.write(splitting.excluded_families(queries), "silver/excluded_families")
         excluded = job.read("silver/excluded_families")

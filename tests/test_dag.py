@@ -320,6 +320,7 @@ def test_a_planted_dq_violation_fails_the_gate_and_stops_downstream(tmp_path):
         "input": str(source),
         "input_format": "canonical",
         "run_tag": "bad",
+        "eval_cutoff": "2020-01-01",  # US-1 (filed 2020-01-02, cites US-2 X) is the query
     }
     with stopping_the_server(tmp_path / "work"):
         done = airflow(home, "dags", "test", "xembed_full", "--conf", json.dumps(conf))

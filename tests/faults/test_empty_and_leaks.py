@@ -183,3 +183,25 @@ def test_a_50_mb_garbage_line_is_quarantined_under_spark_submit_defaults(tmp_pat
     assert quarantine.reason.tolist() == ["record_too_large"]
     assert len(quarantine.record.iloc[0]) == 65_536  # a prefix; source_file names the file
     assert len(DeltaTable(f"{lake}/bronze/publications").to_pandas()) == 3
+
+
+def test_a_split_that_finds_no_query_fails_and_keeps_the_lakes_split(spark, pipeline, tmp_path):
+    """A cutoff after every filing replaced the queries and exclusions with nothing and
+    succeeded: every family went on to training, and evaluation had no query."""
+    from datetime import date
+
+    from spark_jobs import split
+
+    lake = copy_lake(pipeline, tmp_path)
+    names = ("silver/eval_queries", "silver/excluded_families")
+    before = {t: _state(lake, t) for t in names}
+    assert before["silver/eval_queries"][1] > 0
+    with pytest.raises(
+        EmptyTableError,
+        match=r"split: no patent filed on or after 2100-01-01 has an X citation .*\(0 filed "
+        r"since; the latest filing date is 20\d\d-\d\d-\d\d\)",
+    ):
+        split.run(spark, lake, date(2100, 1, 1))
+    assert {t: _state(lake, t) for t in names} == before
+    split.run(spark, lake, date(2100, 1, 1), args={"allow_empty": True})  # when it is meant
+    assert [_state(lake, t)[1] for t in names] == [0, 0]
