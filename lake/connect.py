@@ -84,7 +84,8 @@ def start(state: Path, master: str = "local[2]", driver_memory: str = "4g") -> s
     pid_file, url_file, log = state / "connect.pid", state / "connect.url", state / "connect.log"
     if pid_file.exists() and url_file.exists():
         url = url_file.read_text().strip()
-        if _alive(int(pid_file.read_text())) and _listening(int(url.rsplit(":", 1)[1])):
+        pid = int(pid_file.read_text())
+        if _alive(pid) and _ours(pid) and _listening(int(url.rsplit(":", 1)[1])):
             return url
         stop(state)
     shutil.rmtree(scratch, ignore_errors=True)  # a killed server's, if stop never ran
@@ -128,6 +129,21 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _ours(pid: int) -> bool:
+    """Whether process ``pid`` runs the Connect server: a pid file left by a server that died
+    (a reboot, a kill -9) may name a pid the system has given to another program since, whose
+    process group ``stop`` would have killed."""
+    proc = Path(f"/proc/{pid}/cmdline")
+    try:
+        command = proc.read_bytes().decode(errors="replace") if proc.exists() else None
+    except OSError:
+        command = None
+    if command is None:  # no /proc (macOS): ask ps
+        done = subprocess.run(["ps", "-o", "args=", "-p", str(pid)], capture_output=True, text=True)
+        command = done.stdout
+    return SERVER_CLASS in command
+
+
 def stop(state: Path, grace_seconds: float = 30.0) -> bool:
     """Stop the server ``state`` records and remove its scratch folder; False when none was
     running."""
@@ -136,7 +152,13 @@ def stop(state: Path, grace_seconds: float = 30.0) -> bool:
         shutil.rmtree(_scratch(state), ignore_errors=True)
         return False
     pid = int(pid_file.read_text())
-    running = _alive(pid)
+    running = _alive(pid) and _ours(pid)
+    if _alive(pid) and not running:
+        print(
+            f"lake.connect: {pid_file} names pid {pid}, which is not the Spark Connect server "
+            "(it died, and the pid was reused): left alone",
+            file=sys.stderr,
+        )
     if running:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signal.SIGTERM)  # the server and the Python workers it started

@@ -112,6 +112,25 @@ def test_a_state_folder_with_a_comma_is_refused_by_name_before_anything_starts(t
     assert not (tmp_path / "runs,2026").exists()  # no folder made, no JVM started
 
 
+def test_a_stale_pid_file_naming_another_program_leaves_it_alone(tmp_path, capsys):
+    """A server that died without `stop` (a reboot, a kill -9) leaves its pid file; the
+    system may give that pid to another program, whose process group `stop` (and `start`,
+    which stops a server that does not answer) killed."""
+    other = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        state = tmp_path / "spark"
+        state.mkdir()
+        (state / "connect.pid").write_text(str(other.pid))
+        (state / "connect.url").write_text(f"sc://127.0.0.1:{connect.free_port()}\n")
+        assert connect.stop(state, grace_seconds=2) is False
+        assert other.poll() is None  # still running
+        assert "is not the Spark Connect server" in capsys.readouterr().err
+        assert not (state / "connect.pid").exists() and not (state / "connect.url").exists()
+    finally:
+        other.kill()
+        other.wait()
+
+
 def test_the_lake_layer_on_a_client_session_matches_a_local_driver(spark, server, tmp_path):
     _, url = server
     damaged, folder = tmp_path / "damaged", tmp_path / "files"
