@@ -37,6 +37,10 @@ def test_sentences_and_terms_in_chinese_and_japanese():
         "电池包括电极！",
         "背景",
     ]
+    assert sentences("【技術分野】\n【０００１】　本発明は電池に関する。") == [
+        "【技術分野】",
+        "本発明は電池に関する。",
+    ]
     assert terms("电池电极", "zh") == ["电池", "池电", "电极"]
     assert terms("The battery and its electrode", "en") == ["battery", "electrode"]
     assert sumbasic("电池包括电极。天气很好。电池电极涂层。", "zh", n_sentences=1) in (
@@ -64,6 +68,15 @@ def test_every_query_type_is_built_from_the_silver_tables(spark):
             ("P1", "F1", "en", "TAC", "Cup\nA cup holds tea.\n1. A cup.", 30),
             ("P1", "F1", "en", "FIC", "A cup.", 6),
             ("P1", "F1", "zh", "ABS", "杯子。", 3),  # another language: not the query's
+            ("P2", "F2", "ja", "ABS", "カップ。", 4),
+            (
+                "P2",
+                "F2",
+                "ja",
+                "DESC",
+                "【技術分野】\n【０００１】　本発明は、茶を入れる陶磁器製のカップと取っ手に関する。",
+                40,
+            ),
         ],
     )
     claims = spark.createDataFrame(
@@ -78,8 +91,14 @@ def test_every_query_type_is_built_from_the_silver_tables(spark):
         [("P1", ["H01M10/05", "A47G19/00"], ["A47G19/2205", "H01M10/05"])],
         "publication_number string, ipc_codes array<string>, cpc_codes array<string>",
     )
-    queries = spark.createDataFrame([("P1", "en")], "publication_number string, lang string")
-    got = {r["view"]: r["text"] for r in query_texts(queries, views, claims, patents).collect()}
+    queries = spark.createDataFrame(
+        [("P1", "en"), ("P2", "ja")], "publication_number string, lang string"
+    )
+    texts = query_texts(queries, views, claims, patents).collect()
+    got = {r["view"]: r["text"] for r in texts if r["publication_number"] == "P1"}
+    japanese = {r["view"]: r["text"] for r in texts if r["publication_number"] == "P2"}
+    # JP paragraph numbers are full-width and in 【】: kept, DESC1 began with 【０００１】
+    assert japanese["DESC1"] == "本発明は、茶を入れる陶磁器製のカップと取っ手に関する。"
     assert got["TITLE"] == "Cup"
     assert got["TA"] == "Cup\nA cup holds tea."
     assert got["FIC"] == "A cup."

@@ -6,8 +6,8 @@ are built here from silver/views, silver/claims and silver/patents, in the query
 - ``TITLE``: the title; ``TA``: title + abstract;
 - ``FIC``: the first independent claim; ``ICLAIMS``: every independent claim, in order;
 - ``DESC1``: the first description paragraph, i.e. the first line of the description with at
-  least 20 characters once a paragraph number (``[0001]``) is removed (headings such as
-  "TECHNICAL FIELD" are skipped);
+  least 20 characters once a paragraph number (``[0001]``, ``【０００１】``) is removed
+  (headings such as "TECHNICAL FIELD" or "【技術分野】" are skipped);
 - ``TACD``: title + abstract + claims + description (TAC, then DESC);
 - ``CODES``: the IPC and CPC codes, space-separated, IPC first, each once;
 - ``SUMMARY``: a SumBasic extractive summary of abstract + description
@@ -22,7 +22,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StringType
 
 from schemas.defaults import QUERY_TYPES
-from spark_jobs.lib.summary import sumbasic
+from spark_jobs.lib.summary import PARAGRAPH_NUMBER_PATTERN, sumbasic
 
 PARAGRAPH_MIN_CHARS = 20
 _SOURCE_VIEWS = ("ABS", "CLAIM", "DESC", "TAC", "FIC", "TITLE")
@@ -42,7 +42,8 @@ def summary_udf(texts: pd.Series, langs: pd.Series) -> pd.Series:
 def first_paragraph(description: Column) -> Column:
     """The first line of at least PARAGRAPH_MIN_CHARS characters, paragraph number removed."""
     lines = F.transform(
-        F.split(description, "\n"), lambda line: F.trim(F.regexp_replace(line, r"^\[\d+\]", ""))
+        F.split(description, "\n"),
+        lambda line: F.trim(F.regexp_replace(line, PARAGRAPH_NUMBER_PATTERN, "")),
     )
     long_lines = F.filter(lines, lambda line: F.length(line) >= PARAGRAPH_MIN_CHARS)
     return F.coalesce(F.try_element_at(long_lines, F.lit(1)), F.try_element_at(lines, F.lit(1)))

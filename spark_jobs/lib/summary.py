@@ -16,7 +16,10 @@ import re
 from collections import Counter
 
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])|\n+")
-PARAGRAPH_NUMBER = re.compile(r"^\s*\[\d+\]\s*")
+# a paragraph number at the start of a line: [0001] (US, EP, CN, KR) or 【０００１】 (JP); one
+# pattern for Python's re and Java's (Spark SQL), whose \s and \d are ASCII only
+PARAGRAPH_NUMBER_PATTERN = r"^[\s\u3000]*(?:\[[0-9０-９]+\]|【[0-9０-９]+】)[\s\u3000]*"
+PARAGRAPH_NUMBER = re.compile(PARAGRAPH_NUMBER_PATTERN)
 WORD = re.compile(r"[^\W\d_]{3,}")
 CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]+")
 SENTENCES = 3
@@ -25,7 +28,8 @@ MAX_CHARS = 600
 
 def sentences(text: str) -> list[str]:
     """Sentences of ``text``: split after . ! ? (with a following blank), after 。！？ and at
-    line ends; paragraph numbers such as ``[0003]`` removed; empty pieces dropped."""
+    line ends; paragraph numbers such as ``[0003]`` or ``【０００３】`` removed; empty pieces
+    dropped."""
     pieces = (PARAGRAPH_NUMBER.sub("", s).strip() for s in SENTENCE_END.split(text or ""))
     return [p for p in pieces if p]
 
