@@ -20,6 +20,7 @@ from spark_jobs.lib.pairs import ipc_subclasses
 from spark_jobs.lib.sampling import uniform
 
 FORMATS = ("parquet", "swift_jsonl")
+SUFFIX = {"parquet": "parquet", "swift_jsonl": "jsonl"}  # of the shard files
 _HASH_MOD = 2_305_843_009_213_693_951  # 2**61 - 1
 
 
@@ -214,7 +215,7 @@ def write_shards(
         writer.parquet(staging)
     else:
         writer.text(staging)
-    suffix = "parquet" if fmt == "parquet" else "jsonl"
+    suffix = SUFFIX[fmt]
     for name in fs.list_names(spark, out):
         if name.startswith("shard-"):
             fs.delete(spark, f"{out}/{name}")
@@ -235,11 +236,14 @@ def write_shards(
 
 def shard_counts_and_hash(spark: SparkSession, out: str, fmt: str) -> tuple[dict[str, int], str]:
     """Rows per shard file and an order-independent hash of every row, read back from disk."""
+    # the folder with a file filter, not a glob path: Spark looks for a streaming sink's
+    # metadata under the path it is given, and a glob printed a FileNotFoundException's trace
+    shards = spark.read.option("pathGlobFilter", f"shard-*.{SUFFIX[fmt]}")
     if fmt == "parquet":
-        frame = spark.read.parquet(f"{out}/shard-*.parquet")
+        frame = shards.parquet(out)
         row_hash = F.xxhash64(*[F.col(c) for c in sorted(frame.columns)])
     else:
-        frame = spark.read.text(f"{out}/shard-*.jsonl")
+        frame = shards.text(out)
         row_hash = F.xxhash64("value")
     per_file = frame.groupBy(F.col("_metadata.file_name").alias("file")).agg(
         F.count("*").alias("rows"),
