@@ -19,7 +19,15 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from lake.snapshots import Run, Snapshot, check_consistent, succeeded_runs, tag, visible
+from lake.snapshots import (
+    MixedLakeError,
+    Run,
+    Snapshot,
+    check_consistent,
+    succeeded_runs,
+    tag,
+    visible,
+)
 from lake.tables import (
     commit_info,
     ensure_table,
@@ -149,6 +157,44 @@ class JobRun:
         self.rows_written[name] = self._rows_committed(name, version, replace_where)
         self.info(f"wrote {name} (version {version}, {self.rows_written[name]:,} rows)")
         return version
+
+    def check_partition(self, name: str, job: str, matches, what: str, rerun: str) -> None:
+        """Refuse the partition of input ``name`` that the last successful ``job`` run whose
+        arguments ``matches`` wrote, when that run read other versions of its inputs than
+        the lake holds now.
+
+        The lineage :meth:`read` checks follows the run that wrote the table's version; a
+        table whose partitions other runs replace (gold/stage1_pairs, one per recipe) keeps
+        partitions of earlier runs that it does not see: one built before curate or split
+        ran again passed for current. ``rerun``: the command that rebuilds the partition."""
+        version = self.inputs[name]
+        rows = (
+            read_table(self.spark, self.lake, "meta/job_runs")
+            .where((F.col("job") == job) & (F.col("status") == "succeeded"))
+            .select("run_id", "args_json", "inputs", "outputs")
+            .collect()
+        )
+        built = [
+            r
+            for r in rows
+            if (r["outputs"] or {}).get(name, version + 1) <= version
+            and matches(json.loads(r["args_json"] or "{}"))
+        ]
+        if not built:
+            return
+        run = max(built, key=lambda r: r["outputs"][name])
+        read = {t: v for t, v in (run["inputs"] or {}).items() if t != name}
+        stale = [
+            f"{t} v{v} (the lake's: v{now})"
+            for t, v in sorted(read.items())
+            for now in [visible(self.spark, self.lake, t, self._runs).version]
+            if now != v
+        ]
+        if stale:
+            raise MixedLakeError(
+                f"{self.job}: {what} were built by {job} run {run['run_id']} from "
+                f"{', '.join(stale)}; rebuild them so they match the lake: {rerun}"
+            )
 
     def written(self, name: str) -> int:
         """The rows this run wrote to ``name`` (of its partition, for a partition replace)."""

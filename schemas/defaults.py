@@ -63,6 +63,13 @@ def matched_name(recipe: str, other: str) -> str:
     return f"{recipe}{MATCHED}{other}"
 
 
+def pair_set_name(args: dict) -> str:
+    """The pair set a build_pairs run wrote, from its arguments (``meta/job_runs``)."""
+    recipe = args.get("recipe") or DEFAULT_RECIPE
+    other = args.get("match_volume_of")
+    return matched_name(recipe, other) if other else recipe
+
+
 def parse_dims(text: str) -> list[int | None]:
     """Embedding dims written like ``EVAL_DIMS`` (``--dims``, ``--matryoshka_dims``), in
     order: integers >= 1 or ``full`` (None: the model's dim).

@@ -48,7 +48,7 @@ def run(
     """Replace ``recipe``'s pairs (or its matched-volume control's) in gold/stage1_pairs."""
     if max_pairs is not None and match_volume_of:
         raise ValueError("--max-pairs and --match-volume-of exclude each other")
-    name = defaults.matched_name(recipe, match_volume_of) if match_volume_of else recipe
+    name = defaults.pair_set_name({"recipe": recipe, "match_volume_of": match_volume_of})
     args = args or {
         "recipe": recipe,
         "max_pairs": max_pairs,

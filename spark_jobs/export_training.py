@@ -104,6 +104,15 @@ def run(
                     f"build_pairs.py --recipe {defaults.base_recipe(recipe)} first"
                 )
             rows = export_rules.stage1_rows(pairs, job.read("silver/views"), max_chars)
+            base, _, other = recipe.partition(defaults.MATCHED)
+            job.check_partition(
+                table,
+                "build_pairs",
+                lambda a: defaults.pair_set_name(a) == recipe,
+                f"the {recipe!r} pairs of {table}",
+                f"build_pairs.py --recipe {base}"
+                + (f" --match-volume-of {other}" if other else ""),
+            )
         elif dataset == "phage":
             pool = training_views(job.read(table), job.read("silver/excluded_families"))
             pool = restrict(pool, job.read("silver/patents"), landscape)

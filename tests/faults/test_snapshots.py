@@ -138,6 +138,32 @@ def test_an_upstream_rerun_without_the_jobs_after_it_is_refused(spark, pipeline,
     split.run(spark, lake, date(2025, 1, 1))
 
 
+def test_a_recipes_pairs_built_before_curate_ran_again_are_refused_at_export(
+    spark, pipeline, tmp_path
+):
+    """gold/stage1_pairs holds one partition per recipe, each replaced by its own build_pairs
+    run. The read lineage follows the run that wrote the table's last version: xembed's pairs,
+    built from the views of an earlier curate, were exported beside r3's fresh ones."""
+    from spark_jobs import build_pairs, export_training
+
+    lake = copy_lake(pipeline, tmp_path)
+    build_pairs.run(spark, lake)  # xembed
+    curate.run(spark, lake)  # the same bronze again: new versions of every silver table
+    split.run(spark, lake, date(2025, 1, 1))
+    build_pairs.run(spark, lake, recipe="r3")  # the table's last version: fresh
+    export = ("stage1", "parquet", str(tmp_path / "shards"))
+    export_training.run(spark, lake, *export, recipe="r3")
+    with pytest.raises(
+        MixedLakeError,
+        match=r"the 'xembed' pairs of gold/stage1_pairs were built by build_pairs run "
+        r"build_pairs-\S+ from .*silver/views v\d+ \(the lake's: v\d+\); rebuild them so they "
+        r"match the lake: build_pairs.py --recipe xembed",
+    ):
+        export_training.run(spark, lake, *export, recipe="xembed")
+    build_pairs.run(spark, lake)
+    export_training.run(spark, lake, *export, recipe="xembed")
+
+
 def test_concurrent_ingests_end_consistent_or_refused_never_mixed(spark, tmp_path):
     """Two ingests of different inputs into one lake at once: Delta serialises each commit;
     what curate then reads is one run's tables, or it refuses the mix and names the job."""
