@@ -222,3 +222,18 @@ def test_training_numbers_are_checked_when_parsed(flag, value, message, tmp_path
     argv = ["--model_name_or_path", "m", "--train_data", "d", "--output_dir", str(tmp_path)]
     with pytest.raises(ValueError, match=message):
         parse([*argv, flag, *([value] if value is not None else [])])
+
+
+def test_a_family_too_frequent_for_the_buffer_never_shortens_a_batch():
+    """20 examples of family A ahead of 8 others, a buffer of 8: the overflow yielded twelve
+    one-example batches (no in-batch negative; in a two-process step one rank got none)."""
+    examples = [Example(f"a{i}", "en", "p", (), frozenset({"A"})) for i in range(20)]
+    examples += [Example(f, "en", "p", (), frozenset({f})) for f in "BCDEFGHI"]
+    counts: dict[str, int] = {}
+    batches = list(family_disjoint_batches(examples, 4, buffer_size=8, counts=counts))
+    assert [[e.query for e in b] for b in batches] == [
+        ["a0", "B", "C", "D"],
+        ["a1", "E", "F", "G"],
+    ]
+    # 8 placed, 11 dropped when the buffer was full, 9 left at the end (A x 7, H, I)
+    assert counts == {"dropped_family_overflow": 11, "dropped_at_end": 9}

@@ -128,14 +128,26 @@ def read_examples(
 
 
 def family_disjoint_batches(
-    examples: Iterable[Example], batch_size: int, buffer_size: int = 4096, drop_last: bool = True
+    examples: Iterable[Example],
+    batch_size: int,
+    buffer_size: int = 4096,
+    drop_last: bool = True,
+    counts: dict[str, int] | None = None,
 ) -> Iterator[list[Example]]:
     """Batches in which no family appears in two examples (in-batch negatives stay negative).
 
-    Examples that would repeat a family wait in a buffer and go first into later batches.
-    At the end, what cannot fill a batch is dropped (``drop_last``, training) or yielded in
-    smaller family-disjoint batches (validation). Deterministic for a given input order.
+    Examples that would repeat a family wait (at most ``buffer_size`` of them) and go first
+    into later batches. A family too frequent for that (more of its examples arrive than
+    batches can take) overflows the buffer: such examples are dropped and counted under
+    ``dropped_family_overflow`` in ``counts``; every training batch stays full (a short batch
+    left a rank of a multi-process step without examples). At the end, what cannot fill a
+    batch is dropped and counted under ``dropped_at_end`` (``drop_last``, training) or
+    yielded in smaller family-disjoint batches (validation). Deterministic for a given input
+    order.
     """
+    counts = {} if counts is None else counts
+    counts.setdefault("dropped_family_overflow", 0)
+    counts.setdefault("dropped_at_end", 0)
     source = iter(examples)
     waiting: deque[Example] = deque()
     exhausted = False
@@ -143,11 +155,13 @@ def family_disjoint_batches(
         batch: list[Example] = []
         used: set[str] = set()
         skipped: list[Example] = []
+        unscanned = len(waiting)  # what waits goes first, in order
         while len(batch) < batch_size:
-            if waiting:
-                example = waiting.popleft()
+            if unscanned:
+                example, arriving = waiting.popleft(), False
+                unscanned -= 1
             elif not exhausted:
-                example = next(source, None)
+                example, arriving = next(source, None), True
                 if example is None:
                     exhausted = True
                     break
@@ -156,12 +170,13 @@ def family_disjoint_batches(
             if used.isdisjoint(example.families):
                 batch.append(example)
                 used.update(example.families)
-            else:
+            elif not arriving or len(waiting) + len(skipped) < buffer_size:
                 skipped.append(example)
-                if len(skipped) >= buffer_size:  # pathological family concentration
-                    break
+            else:
+                counts["dropped_family_overflow"] += 1
         waiting.extendleft(reversed(skipped))
-        if len(batch) < batch_size and exhausted and (drop_last or not batch):
+        if len(batch) < batch_size and (drop_last or not batch):
+            counts["dropped_at_end"] += len(batch) + len(waiting)
             return  # the rest cannot fill a family-disjoint batch
         yield batch
 
@@ -216,11 +231,13 @@ class BatchStream(IterableDataset):
         return family_disjoint_batches(self._examples(), self.batch_size, self.buffer_size)
 
     def count_batches(self) -> int:
-        """Exact number of batches one pass yields (a cheap pass over family ids only)."""
+        """Exact number of batches one pass yields (a cheap pass over family ids only); the
+        examples it leaves out are in ``self.dropped``."""
+        self.dropped: dict[str, int] = {}
         return sum(
             1
             for _ in family_disjoint_batches(
-                self._examples(True), self.batch_size, self.buffer_size
+                self._examples(True), self.batch_size, self.buffer_size, counts=self.dropped
             )
         )
 

@@ -151,6 +151,14 @@ def main(argv: list[str] | None = None) -> int:
         exclude,
     )
     n_batches = stream.count_batches()
+    if stream.dropped["dropped_family_overflow"]:
+        print(
+            f"[train] note: {stream.dropped['dropped_family_overflow']:,} examples left out of "
+            "this epoch: their families are too frequent for family-disjoint batches of "
+            f"{stream.batch_size} (the --buffer_size {data_args.buffer_size} of waiting "
+            "examples overflowed; a larger buffer, or a --family-cap at build_pairs, keeps them)",
+            file=sys.stderr,
+        )
     steps = n_batches // args.gradient_accumulation_steps
     if args.max_steps <= 0 or args.max_steps > steps:
         args.max_steps = steps  # at most one epoch
