@@ -131,6 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     columns = [args.id_column, args.text_column] + ([args.lang_column] if args.lang_column else [])
     table = read_table(args.input, columns)  # before the model loads: a bad input fails fast
     encoder = Encoder.from_pretrained(resolve(args.model))
+    if args.dims and args.dims > encoder.dim:  # the cut would keep them all, under the label
+        parser.error(f"--dims {args.dims}: the model's embeddings have {encoder.dim} dims")
     if args.max_length and encoder.limit_length(args.max_length) < args.max_length:
         print(
             f"encode: --max-length {args.max_length}: the model embeds at most "

@@ -184,3 +184,7 @@ def test_a_max_length_beyond_its_positions_cuts_at_512(encoder, me5_path, tmp_pa
     vector = pq.read_table(out).column("embedding")[0].as_py()
     assert encoder.encoder_config.max_length == 512
     np.testing.assert_allclose(vector, encoder.encode_passage([text])[0].numpy(), atol=1e-5)
+    # --dims wider than the model's 384 kept all 384 under the asked label
+    with pytest.raises(SystemExit):
+        encode.main(["--model", me5_path, "--input", source, "--out", str(out), "--dims", "4096"])
+    assert "--dims 4096: the model's embeddings have 384 dims" in capsys.readouterr().err
