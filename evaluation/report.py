@@ -42,6 +42,8 @@ def mixed_inputs(eval_runs: pd.DataFrame, runs: list[str]) -> str | None:
     """Why ``runs`` do not compare, or None: two of them read a table both read at different
     versions (evaluated before and after the split, curate or prepare_evaluation ran again:
     other queries, other relevance, another collection). ``eval_runs``: the eval/runs table."""
+    if eval_runs.empty:  # never written: nothing recorded to compare
+        return None
     versions = {
         row.run_id: dict(row.data_versions or {})
         for row in eval_runs[eval_runs.run_id.isin(runs)].itertuples()
