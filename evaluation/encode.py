@@ -28,6 +28,7 @@ from torch.nn import functional
 from lake import build_session, label, positive_int, table_path, write_table
 from lake.cli import finish, run_job
 from lake.tables import sql_string
+from retrieval.search import manifest_digest, record_encoded
 from trainer.encoder import Encoder
 from trainer.models import resolve
 
@@ -153,6 +154,9 @@ def main(argv: list[str] | None = None) -> int:
             args.master,
         )
         target = f"{table_path(args.lake, 'index/embeddings')} (encoder={args.encoder_name}, kind={args.kind})"
+        prepared = Path(args.input).parent  # a prepare_retrieval folder, given either way
+        if Path(args.input).name == MINING_INPUTS[args.kind][0] and manifest_digest(prepared):
+            record_encoded(prepared, args.encoder_name, args.kind)  # checked by mining
     else:
         vectors = pa.array(emb.numpy().tolist(), type=pa.list_(pa.float32()))
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)

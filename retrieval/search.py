@@ -33,6 +33,27 @@ def manifest_digest(folder: str | Path) -> str | None:
     return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
 
 
+ENCODED = "_encoded.json"  # in a prepared folder: what evaluation.encode encoded from it
+
+
+def record_encoded(folder: str | Path, encoder: str, kind: str) -> None:
+    """Note in ``folder`` that ``encoder``'s ``kind`` embeddings were encoded from its current
+    preparation (:func:`manifest_digest`)."""
+    path = Path(folder) / ENCODED
+    record = json.loads(path.read_text()) if path.is_file() else {}
+    record[f"{encoder}/{kind}"] = manifest_digest(folder)
+    staging = path.with_name(path.name + ".partial")
+    staging.write_text(json.dumps(record, indent=2, sort_keys=True))
+    staging.replace(path)
+
+
+def encoded_from(folder: str | Path, encoder: str, kind: str) -> str | None:
+    """The preparation (manifest digest) ``encoder``'s ``kind`` embeddings were encoded from;
+    None when ``folder`` records none."""
+    path = Path(folder) / ENCODED
+    return json.loads(path.read_text()).get(f"{encoder}/{kind}") if path.is_file() else None
+
+
 def build_bm25_index(collection: str, index: str, lang: str, threads: int = 2) -> None:
     """Index a Pyserini JsonCollection folder with the language's analyzer (en: default)."""
     env_home = prepare_pyserini_env()

@@ -34,7 +34,14 @@ from lake import JobRun, build_session, job_arguments, positive_int
 from lake.cli import run_job
 from lake.session import parallelism
 from lake.snapshots import stale_inputs
-from retrieval.search import INDEX_INFO, Bm25, DenseIndex, manifest_digest, union_candidates
+from retrieval.search import (
+    INDEX_INFO,
+    Bm25,
+    DenseIndex,
+    encoded_from,
+    manifest_digest,
+    union_candidates,
+)
 from schemas import defaults, table
 
 CANDIDATES = table("gold/stage2_candidates")  # the contract is the output schema
@@ -103,7 +110,8 @@ def check_inputs(
     versions (its views may hold families the split excludes now), query views without an
     embedding of ``encoder`` (the join would skip them), a FAISS index of another encoder or
     dimension, or a query language whose BM25 index is missing (its views would get dense
-    candidates only). ``queries``: the query views left-joined with their embeddings."""
+    candidates only), indexes or embeddings made before the folder was prepared again.
+    ``queries``: the query views left-joined with their embeddings."""
     root = Path(retrieval)
     manifest = (
         json.loads((root / "_manifest.json").read_text())
@@ -175,6 +183,16 @@ def check_inputs(
             f"earlier prepare_retrieval of {retrieval} (it would search documents the pool no "
             f"longer holds, and miss its new ones); rebuild it: {bm25_rebuild}"
         )
+    for kind in ("query", "tac"):  # encoded after the last prepare_retrieval of the folder
+        if encoded_from(root, encoder, kind) != manifest_digest(root):
+            raise ValueError(
+                f"mine_candidates: the {kind!r} embeddings of {encoder!r} in index/embeddings "
+                f"were not encoded from this preparation of {retrieval} (it was prepared again "
+                "since, or they were encoded from elsewhere: their texts may be older); encode "
+                f"them: python -m evaluation.encode --retrieval {retrieval} --kind {kind} "
+                f"--lake {lake} --encoder-name {encoder} --model M"
+                + (f", then rebuild the FAISS index: {rebuild}" if kind == "tac" else "")
+            )
 
 
 def _check_index_ids(

@@ -214,6 +214,11 @@ def test_mining_refuses_inputs_that_would_mine_less_than_asked(spark, stage2, tm
         manifest["candidates"] += 1
         (folder / "_manifest.json").write_text(json.dumps(manifest))
 
+    def encoded_before_a_new_prepare(folder):  # same keys, the texts may have changed
+        record = json.loads((folder / "_encoded.json").read_text())
+        assert set(record) == {"miner/query", "miner/tac"}  # recorded by evaluation.encode
+        (folder / "_encoded.json").write_text(json.dumps({**record, "miner/query": "0" * 64}))
+
     def after_a_new_split(folder):  # the views may hold families the split excludes now
         manifest = json.loads((folder / "_manifest.json").read_text())
         manifest["delta_versions"]["silver/excluded_families"] -= 1
@@ -230,6 +235,11 @@ def test_mining_refuses_inputs_that_would_mine_less_than_asked(spark, stage2, tm
             r"bm25_index was built from the collections of an earlier prepare_retrieval",
         ),
         (lambda f: (f / "bm25_index" / "index.json").unlink(), r"bm25_index has no index.json"),
+        (
+            encoded_before_a_new_prepare,
+            r"the 'query' embeddings of 'miner' in index/embeddings were not encoded from this "
+            r"preparation",
+        ),
         (lambda f: (f / "faiss" / "index.json").unlink(), r"no index.json beside index.faiss"),
         (
             built_over_an_earlier_pool,
