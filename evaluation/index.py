@@ -7,7 +7,8 @@ BM25: one Lucene index per language folder of Pyserini JsonCollection files (zh 
 Pyserini's language analyzers, en the default English one), and index.json naming the
 languages and the prepared folder's manifest they were built from (its SHA-256). FAISS: an inner-product index
 over the encoder's TAC embeddings read from the lake table index/embeddings, with index.json
-(encoder, dimensions, documents). Each index.json is written last, so a killed build has none.
+(encoder, dimensions, documents, and the preparation of the folder it sits in that the
+embeddings were encoded from). Each index.json is written last, so a killed build has none.
 """
 
 from __future__ import annotations
@@ -22,7 +23,14 @@ from pyspark.sql import functions as F
 
 from lake import add_lake_arguments, build_session, positive_int, read_table
 from lake.cli import run_job
-from retrieval.search import INDEX_INFO, INDEX_TYPES, DenseIndex, build_bm25_index, manifest_digest
+from retrieval.search import (
+    INDEX_INFO,
+    INDEX_TYPES,
+    DenseIndex,
+    build_bm25_index,
+    encoded_from,
+    manifest_digest,
+)
 
 
 def read_embeddings(
@@ -81,7 +89,9 @@ def main(argv: list[str] | None = None) -> int:
         record.write_text(json.dumps({"languages": langs, "prepared": prepared}, indent=2))
         return 0
     ids, _, vectors = read_embeddings(args.lake, args.encoder, "tac", args.master)
-    DenseIndex.build(ids, vectors, args.type).save(args.out, encoder=args.encoder)
+    # inside a prepare_retrieval folder: the preparation its embeddings were encoded from
+    encoded = encoded_from(Path(args.out).parent, args.encoder, "tac")
+    DenseIndex.build(ids, vectors, args.type).save(args.out, encoder=args.encoder, encoded=encoded)
     print(
         f"faiss {args.type} index over {len(ids):,} x {vectors.shape[1]} -> {args.out}",
         file=sys.stderr,

@@ -155,9 +155,10 @@ class DenseIndex:
         rows = np.fromiter((self.row[d] for d in doc_ids), dtype=np.int64, count=len(doc_ids))
         return self.vectors[rows] @ query.astype(np.float32)
 
-    def save(self, folder: str, encoder: str | None = None) -> None:
+    def save(self, folder: str, encoder: str | None = None, **record) -> None:
         """index.faiss, vectors.npy, ids.json and index.json (the encoder whose embeddings
-        it holds, their dimension and count: a reader can check it searches like with like)."""
+        it holds, their dimension and count, and ``record``: a reader can check it searches
+        like with like)."""
         import faiss
 
         out = Path(folder)
@@ -166,7 +167,12 @@ class DenseIndex:
         faiss.write_index(self._cpu_index(), str(out / "index.faiss"))
         np.save(out / "vectors.npy", self.vectors)
         (out / "ids.json").write_text(json.dumps(self.ids))
-        info = {"encoder": encoder, "dims": int(self.vectors.shape[1]), "documents": len(self.ids)}
+        info = {
+            "encoder": encoder,
+            "dims": int(self.vectors.shape[1]),
+            "documents": len(self.ids),
+            **record,
+        }
         (out / INDEX_INFO).write_text(json.dumps(info, indent=2))
 
     @staticmethod

@@ -193,6 +193,12 @@ def check_inputs(
                 f"--lake {lake} --encoder-name {encoder} --model M"
                 + (f", then rebuild the FAISS index: {rebuild}" if kind == "tac" else "")
             )
+    if DenseIndex.info(str(root / "faiss")).get("encoded") != manifest_digest(root):
+        raise ValueError(
+            f"mine_candidates: {root / 'faiss'} was built from embeddings encoded before "
+            f"{retrieval} was last prepared (its vectors may be of older texts); rebuild it: "
+            f"{rebuild}"
+        )
 
 
 def _check_index_ids(

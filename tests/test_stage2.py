@@ -236,6 +236,12 @@ def test_mining_refuses_inputs_that_would_mine_less_than_asked(spark, stage2, tm
         ),
         (lambda f: (f / "bm25_index" / "index.json").unlink(), r"bm25_index has no index.json"),
         (
+            lambda f: (f / "faiss" / "index.json").write_text(
+                json.dumps({**json.loads((f / "faiss" / "index.json").read_text()), "encoded": "0"})
+            ),
+            r"faiss was built from embeddings encoded before .* was last prepared",
+        ),
+        (
             encoded_before_a_new_prepare,
             r"the 'query' embeddings of 'miner' in index/embeddings were not encoded from this "
             r"preparation",
