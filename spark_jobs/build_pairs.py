@@ -145,8 +145,17 @@ def run(
 
 
 def _matched_volume(job: JobRun, other: str) -> int:
-    """The number of pairs recipe ``other`` holds in gold/stage1_pairs."""
-    n = job.read("gold/stage1_pairs").where(F.col("recipe") == other).count()
+    """The number of pairs recipe ``other`` holds in gold/stage1_pairs (refused when they were
+    built from other table versions than the lake's: the control would match a stale count)."""
+    pairs = job.read("gold/stage1_pairs")
+    job.check_partition(
+        "gold/stage1_pairs",
+        "build_pairs",
+        lambda a: defaults.pair_set_name(a) == other,
+        f"the {other!r} pairs of gold/stage1_pairs",
+        f"build_pairs.py --recipe {other}",
+    )
+    n = pairs.where(F.col("recipe") == other).count()
     if not n:
         raise ValueError(
             f"--match-volume-of {other}: gold/stage1_pairs holds no pairs of recipe {other!r}; "

@@ -160,6 +160,9 @@ def test_a_recipes_pairs_built_before_curate_ran_again_are_refused_at_export(
         r"match the lake: build_pairs.py --recipe xembed",
     ):
         export_training.run(spark, lake, *export, recipe="xembed")
+    # a matched control counted the stale partition's pairs the same way
+    with pytest.raises(MixedLakeError, match=r"the 'xembed' pairs of gold/stage1_pairs were"):
+        build_pairs.run(spark, lake, recipe="r3", match_volume_of="xembed")
     build_pairs.run(spark, lake)
     export_training.run(spark, lake, *export, recipe="xembed")
 
