@@ -170,6 +170,7 @@ def check_inputs(
             f"under {root / 'bm25_index'} (their views would get dense candidates only); build "
             f"them: {bm25_rebuild}"
         )
+    prepared = manifest_digest(root)  # what every index and embedding must come from
     record = root / "bm25_index" / INDEX_INFO
     if not record.is_file():
         if any(documents.get(lang, 1) for lang in seen["langs"]):
@@ -177,14 +178,14 @@ def check_inputs(
                 f"mine_candidates: {root / 'bm25_index'} has no {INDEX_INFO} (its build was "
                 f"interrupted, or it predates the record); rebuild it: {bm25_rebuild}"
             )
-    elif json.loads(record.read_text()).get("prepared") != manifest_digest(root):
+    elif json.loads(record.read_text()).get("prepared") != prepared:
         raise ValueError(
             f"mine_candidates: {root / 'bm25_index'} was built from the collections of an "
             f"earlier prepare_retrieval of {retrieval} (it would search documents the pool no "
             f"longer holds, and miss its new ones); rebuild it: {bm25_rebuild}"
         )
     for kind in ("query", "tac"):  # encoded after the last prepare_retrieval of the folder
-        if encoded_from(root, encoder, kind) != manifest_digest(root):
+        if encoded_from(root, encoder, kind) != prepared:
             raise ValueError(
                 f"mine_candidates: the {kind!r} embeddings of {encoder!r} in index/embeddings "
                 f"were not encoded from this preparation of {retrieval} (it was prepared again "
@@ -193,7 +194,7 @@ def check_inputs(
                 f"--lake {lake} --encoder-name {encoder} --model M"
                 + (f", then rebuild the FAISS index: {rebuild}" if kind == "tac" else "")
             )
-    if DenseIndex.info(str(root / "faiss")).get("encoded") != manifest_digest(root):
+    if index.get("encoded") != prepared:
         raise ValueError(
             f"mine_candidates: {root / 'faiss'} was built from embeddings encoded before "
             f"{retrieval} was last prepared (its vectors may be of older texts); rebuild it: "
