@@ -33,6 +33,9 @@ def run(
         raise ValueError(f"--format must be one of {FORMATS}, got {fmt!r}")
     ingested_at = datetime.now(UTC)
     with JobRun(spark, lake, "ingest", args or {"input": input_path, "format": fmt}, run_id) as job:
+        problem = ingestion.layout_error(spark, input_path, fmt)
+        if problem:
+            raise ValueError(problem)
         canonical_cites = None
         if fmt == "google_patents":
             lines, left_out = ingestion.read_lines(spark, input_path)

@@ -171,3 +171,33 @@ def test_a_damaged_or_mistyped_parquet_file_is_quarantined_the_others_ingested(s
     ]
     assert all(json.loads(r)["error"] for r in quarantine.record)
     assert metrics["files_left_out"] == 2 and metrics["records_kept"] == 5
+
+
+def test_an_input_laid_out_for_the_other_format_is_refused_by_name(spark, tmp_path):
+    """A Google Patents export ingested as canonical failed with Spark's PATH_NOT_FOUND for
+    patents/, and a canonical folder ingested as an export with "the input holds no record"."""
+    export, canonical = tmp_path / "export", tmp_path / "canonical"
+    write_jsonl(export / "publications-00000.jsonl", ['{"publication_number": "EP-1-A1"}'])
+    (export / "_SUCCESS").write_text("")
+    write_jsonl(canonical / "patents" / "part-0.jsonl", [patent("EP-1-A1", "10")])
+    write_jsonl(canonical / "citations" / "part-0.jsonl", [])
+    with pytest.raises(
+        ValueError,
+        match=r"--format canonical reads .*export/patents/ .* no patents/ folder: it holds "
+        r"'publications-00000.jsonl' \(a Google Patents export\? pass --format google_patents\)",
+    ):
+        ingest.run(spark, str(tmp_path / "lake"), str(export), "canonical")
+    with pytest.raises(
+        ValueError,
+        match=r"--format google_patents reads .* only the canonical layout's folders "
+        r"\(citations/, patents/\): pass --format canonical",
+    ):
+        ingest.run(spark, str(tmp_path / "lake"), str(canonical), "google_patents")
+    (canonical / "citations" / "part-0.jsonl").unlink()
+    (canonical / "citations").rmdir()
+    with pytest.raises(ValueError, match=r"has no citations/ folder \(for a corpus without"):
+        ingest.run(spark, str(tmp_path / "lake"), str(canonical), "canonical")
+    assert not (tmp_path / "lake" / "bronze").exists()
+    (canonical / "citations").mkdir()  # an empty folder: a corpus without citations
+    # the right format still ingests the canonical folder
+    assert ingest.run(spark, str(tmp_path / "lake"), str(canonical), "canonical")["records_kept"]

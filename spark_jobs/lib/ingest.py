@@ -31,6 +31,7 @@ VIEW_TEXT_FIELDS = ("abstract_localized", "claims_localized", "description_local
 RECORD_FIELDS = tuple(name for name, _ in GOOGLE_PATENTS_FIELDS)
 # Lines above this size are quarantined as record_too_large before any JSON parsing.
 MAX_RECORD_BYTES = 32 * 1024 * 1024
+CANONICAL_FOLDERS = ("patents", "citations")  # the canonical input's layout
 QUARANTINED_PREFIX_CHARS = 65_536  # what quarantine keeps of such a line (source_file has it all)
 # Search-report source codes; the other field of the type/category pair holds the letters.
 CITATION_SOURCES = (
@@ -261,6 +262,35 @@ def _read_canonical_part(
         F.lit(True).alias("valid_utf8"),
         F.lit(None).cast("int").alias("record_bytes"),
     )
+
+
+def layout_error(spark: SparkSession, path: str, fmt: str) -> str | None:
+    """Why the folder ``path`` cannot be ``fmt`` input when it is laid out for the other format,
+    else None. Without it Spark names a missing ``patents`` path, or the export reader finds no
+    record (it reads no subfolder). A file, a glob or a missing path is left to Spark's reader,
+    which names it."""
+    names = [n for n in fs.list_names(spark, path) if not n.startswith(("_", "."))]
+    if not names:
+        return None
+    if fmt == "canonical" and "patents" not in names:
+        return (
+            f"--format canonical reads {path}/patents/ and {path}/citations/, and {path} has no "
+            f"patents/ folder: it holds {names[0]!r}"
+            + (f" and {len(names) - 1} more" if len(names) > 1 else "")
+            + " (a Google Patents export? pass --format google_patents)"
+        )
+    if fmt == "canonical" and "citations" not in names:
+        return (
+            f"--format canonical reads {path}/patents/ and {path}/citations/, and {path} has no "
+            "citations/ folder (for a corpus without citations, create it empty)"
+        )
+    if fmt == "google_patents" and set(names) <= set(CANONICAL_FOLDERS):
+        return (
+            f"--format google_patents reads the export files in {path}, and it holds only the "
+            f"canonical layout's folders ({', '.join(n + '/' for n in names)}): pass --format "
+            "canonical"
+        )
+    return None
 
 
 def read_canonical(
