@@ -167,6 +167,10 @@ def test_duplicate_ids_with_different_content_conflict_and_exact_copies_collapse
         ("xx", None),
         ("", None),
         ("english", None),
+        (" zh-Hant-TW ", "zh"),
+        ("en-", None),  # the Python twin used to accept what Spark refuses
+        ("en-US!", None),
+        ("\ten", None),
     ],
 )
 def test_language_normalization_in_spark_and_python(spark, raw, expected):

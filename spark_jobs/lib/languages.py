@@ -5,6 +5,8 @@ Nothing here fixes the set of corpus languages: any valid ISO 639-1 code is acce
 
 from __future__ import annotations
 
+import re
+
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
@@ -33,19 +35,24 @@ ALIASES = {
     "fre": "fr",
 }
 
+# a primary subtag, then any further subtags ('zh-Hant-TW'); nothing else
+_CODE = r"([a-z]{2,3})(?:[-_][a-z0-9]+)*"
+
 
 def normalize_language_py(code: str | None) -> str | None:
     """Python twin of :func:`normalize_language` (used by tests and the trainer)."""
     if code is None:
         return None
-    primary = code.strip().lower().replace("_", "-").split("-")[0]
+    # the same rule as Spark's: F.trim strips spaces only, Java's $ also before a final newline
+    match = re.match(_CODE + "$", code.strip(" ").lower())
+    primary = match.group(1) if match else ""
     primary = ALIASES.get(primary, primary)
     return primary if primary in ISO_639_1 else None
 
 
 def normalize_language(code: Column) -> Column:
     """ISO 639-1 code for ``code``, or null when it is not a known language."""
-    primary = F.regexp_extract(F.lower(F.trim(code)), r"^([a-z]{2,3})(?:[-_][a-z0-9]+)*$", 1)
+    primary = F.regexp_extract(F.lower(F.trim(code)), "^" + _CODE + "$", 1)
     alias_map = F.create_map(*[F.lit(x) for pair in sorted(ALIASES.items()) for x in pair])
     resolved = F.coalesce(F.try_element_at(alias_map, primary), primary)
     return F.when(resolved.isin(*sorted(ISO_639_1)), resolved)
