@@ -43,6 +43,7 @@ from retrieval.search import (
     union_candidates,
 )
 from schemas import defaults, table
+from spark_jobs.lib.leakage import write_audited
 
 CANDIDATES = table("gold/stage2_candidates")  # the contract is the output schema
 # mapInPandas output; nullability is enforced by the contract when the table is written
@@ -255,7 +256,15 @@ def run(
         mined = queries.repartition(n_parts, "key").mapInPandas(
             lambda it: mine(it, retrieval, k, bm25_chars), OUTPUT_SCHEMA
         )
-        job.write(mined, "gold/stage2_candidates")
+        # the pool and the query views come from training views only (prepare_retrieval,
+        # checked above); the audit proves it on what was written, every run
+        write_audited(
+            job,
+            mined,
+            "gold/stage2_candidates",
+            id_columns=("query_id",),
+            id_array_columns=("cand_ids",),
+        )
         stats = (
             job.read("gold/stage2_candidates")
             .agg(

@@ -259,6 +259,44 @@ def test_mining_refuses_inputs_that_would_mine_less_than_asked(spark, stage2, tm
     assert DeltaTable(f"{lake}/gold/stage2_candidates").version() == before
 
 
+def _leaky_mine(leaked, batches, *args):
+    """The miner with one excluded patent planted among the first view's candidates (an index
+    or pool defect the input checks did not see). Module level, so Spark's workers import it."""
+    from spark_jobs.mine_candidates import mine
+
+    for i, frame in enumerate(mine(batches, *args)):
+        if i == 0 and len(frame):
+            frame.at[frame.index[0], "cand_ids"] = [*frame["cand_ids"].iloc[0][:-1], leaked]
+        yield frame
+
+
+def test_a_mined_candidate_of_an_excluded_family_is_undone_and_fails(
+    spark, stage2, tmp_path, monkeypatch
+):
+    """gold/stage2_candidates is Stage II's negative pool: its write is audited like the pairs
+    and triplets, so a leak restores the table and fails the job instead of reaching triplets."""
+    import functools
+
+    from spark_jobs import mine_candidates
+    from spark_jobs.lib.leakage import LeakageError
+
+    source_lake, retrieval, _, _ = stage2
+    lake = private_copy(source_lake, tmp_path)
+    before = delta(lake, "gold/stage2_candidates")
+    excluded = set(delta(lake, "silver/excluded_families").family_id)
+    patents = delta(lake, "silver/patents")
+    leaked = sorted(patents[patents.family_id.isin(excluded)].publication_number)[0]
+    assert not before.cand_ids.map(lambda ids: leaked in set(ids)).any()
+    monkeypatch.setattr(mine_candidates, "mine", functools.partial(_leaky_mine, leaked))
+    with pytest.raises(
+        LeakageError, match=rf"gold/stage2_candidates: \d+ value.*cand_ids={leaked}"
+    ):
+        mine_candidates.run(spark, lake, retrieval, "miner", k=120)
+    after = delta(lake, "gold/stage2_candidates")
+    assert len(after) == len(before)
+    assert not after.cand_ids.map(lambda ids: leaked in set(ids)).any()
+
+
 # --- a hand-built query view with known scores ---------------------------------------------
 
 
