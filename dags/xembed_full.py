@@ -67,6 +67,9 @@ SHARDS = f"{WORK}/shards"
 MODELS = f"{WORK}/models"
 LANDSCAPE = "--landscape '{{ params.landscape }}'"
 NO_RETRY = {"retries": 0}  # a data-quality failure is a finding, not a hiccup
+# A retried training goes on from the last checkpoint its killed try saved (a paper-profile
+# run saves every 500 steps), and trains afresh when the folder holds another run's.
+RESUME_ON_RETRY = "{{ '--resume auto' if ti.try_number > 1 else '' }}"
 # The pair sets to train as shell variables: $recipes (params.recipes), $controls
 # (params.controls, "r4-matched-r3") and $labels (both).
 CONTROL_PATTERN = "^({0}){1}({0})$".format("|".join(defaults.RECIPES), defaults.MATCHED)
@@ -138,7 +141,7 @@ def train(stage: str, data: str, out: str, extra: str = "", base: str = BASE) ->
     return (
         f"python -m trainer.train {PROFILE} --model_name_or_path {base} --stage {stage} "
         f"--train_data {SHARDS}/{data} --output_dir {MODELS}/{out} --lake {LAKE} "
-        f"--model_id {out}-{TAG} {STEPS} --disable_tqdm true {extra}"
+        f"--model_id {out}-{TAG} {STEPS} --disable_tqdm true {RESUME_ON_RETRY} {extra}"
     )
 
 

@@ -134,6 +134,30 @@ def test_dag_wires_the_stages_in_order(dag):
     assert dag.params["phage"] is False and dag.params["phage_base_model"] == ""
 
 
+def test_a_retried_training_goes_on_from_its_checkpoints(dag):
+    """Every train task retried from scratch: a killed paper-profile run lost every step since
+    its last checkpoint. A retry now passes --resume auto (the trainer goes on from the
+    folder's checkpoint when it is this run's, else trains afresh); a first try trains afresh."""
+    from types import SimpleNamespace
+
+    trains = [t for t in dag.tasks if t.task_id.startswith("train_")]
+    assert {t.task_id for t in trains} >= {"train_stage1", "train_stage2", "train_phage"}
+    env = dag.get_template_env()
+    params = {name: dag.params[name] for name in dag.params}
+    params.update(phage=True, recipes=["r3"], controls=["r4-matched-r3"])  # every branch
+    for task in trains:
+        command = task.python_callable()
+        runs = command.count("python -m trainer.train")
+        for try_number, resumes in ((1, 0), (2, runs)):
+            rendered = env.from_string(command).render(
+                params=params,
+                ti=SimpleNamespace(try_number=try_number, xcom_pull=lambda **_: "sc://h:1"),
+                ts_nodash="T",
+            )
+            assert rendered.count("--resume auto") == resumes, (task.task_id, rendered)
+        assert task.retries == 1 and runs >= 1
+
+
 def test_the_evaluation_list_params_are_checked_when_a_run_is_triggered(dag):
     """A typo in cutoffs, query_types or eval_tasks was found by the evaluation, after the
     whole pipeline had run; the params' patterns refuse it at trigger time."""

@@ -129,20 +129,26 @@ def test_resume_continues_the_step_count(shard, tmp_path):
     train.main([*common, "--max_steps", "15", "--resume", "true"])
     assert state(out)["global_step"] == 15
     assert [e["step"] for e in state(out)["log_history"] if "loss" in e] == [5, 10, 15]
+    # --resume auto (a retried DAG task): this run's checkpoint, so it goes on from it
+    train.main([*common, "--max_steps", "20", "--resume", "auto"])
+    assert [e["step"] for e in state(out)["log_history"] if "loss" in e] == [5, 10, 15, 20]
+    with pytest.raises(ValueError, match=r"--resume must be one of .*got 'maybe'"):
+        train.main([*common, "--max_steps", "20", "--resume", "maybe"])
     # other shards into the same folder: the run went on from step 15 on other data, with
     # the first data's best validation loss and the second's hash in the registry
     other = write_sample_stage1_shards(tmp_path / "other", n_patents=60, seed=5)
     elsewhere = argv(str(tmp_path / "other"), out, *flags)
-    with pytest.raises(ValueError, match=r"--resume: .*checkpoint-15 belongs to another run "):
+    with pytest.raises(ValueError, match=r"--resume: .*checkpoint-20 belongs to another run "):
         train.main([*elsewhere, "--max_steps", "20", "--resume", "true"])
     assert (
         other["content_hash"]
         != json.loads(Path(shard, "_manifest.json").read_text())["content_hash"]
     )
-    assert state(out)["global_step"] == 15
+    assert state(out)["global_step"] == 20
     # a fresh run on the other shards replaces the folder's checkpoints: they stayed, and a
-    # later --resume under the new run's identity went on from the first run's step 15
-    train.main([*elsewhere, "--max_steps", "5"])
+    # later --resume under the new run's identity went on from the first run's step 20.
+    # --resume auto sees another run's checkpoint and trains afresh the same way
+    train.main([*elsewhere, "--max_steps", "5", "--resume", "auto"])
     steps = sorted(int(p.name.split("-")[1]) for p in out.glob("checkpoint-*"))
     assert steps == [state(out)["global_step"]] and steps[0] <= 5  # one epoch of 60 patents
 

@@ -24,6 +24,12 @@ from transformers import HfArgumentParser, TrainingArguments
 from schemas import defaults
 
 STAGES = ("stage1", "stage2", "sft", "phage")
+RESUME_MODES = ("false", "true", "auto")
+# the spellings a boolean flag took (the flag was one): yes/no, 1/0, t/f, a YAML boolean
+RESUME_SPELLINGS = {
+    **dict.fromkeys(("true", "yes", "y", "t", "1"), "true"),
+    **dict.fromkeys(("false", "no", "n", "f", "0"), "false"),
+}
 
 
 def check_range(owner, low: dict[str, float], above: dict[str, float] | None = None) -> None:
@@ -154,8 +160,13 @@ class XembedTrainingArguments(TrainingArguments):
         default=None, metadata={"help": "lake root for the models/registry Delta table"}
     )
     model_id: str | None = field(default=None, metadata={"help": "registry id (default: derived)"})
-    resume: bool = field(
-        default=False, metadata={"help": "resume from the last checkpoint in output_dir"}
+    resume: str = field(
+        default="false",
+        metadata={
+            "help": "true: go on from the last checkpoint in output_dir (refused when another "
+            "run trained it); auto: go on when it is this run's, else train afresh (what a "
+            "retried DAG task does); false: train afresh"
+        },
     )
 
     def __post_init__(self):
@@ -172,6 +183,9 @@ class XembedTrainingArguments(TrainingArguments):
         )
         if self.model_id is not None:
             defaults.check_label(self.model_id, "--model_id")
+        self.resume = RESUME_SPELLINGS.get(str(self.resume).strip().lower(), self.resume)
+        if self.resume not in RESUME_MODES:
+            raise ValueError(f"--resume must be one of {RESUME_MODES}, got {self.resume!r}")
         if self.stage not in STAGES:
             raise ValueError(f"--stage must be one of {STAGES}, got {self.stage!r}")
         if self.stage == "stage2" and not self.init_model:

@@ -116,11 +116,13 @@ def main(argv: list[str] | None = None) -> int:
     check_datasets(args.stage, data_args.train_data, manifest, data_args.validation_data)
     resume = (
         last_complete_checkpoint(args.output_dir, write=args.process_index == 0)
-        if args.resume and Path(args.output_dir).exists()
+        if args.resume != "false" and Path(args.output_dir).exists()
         else None
     )
     # before the model loads: a resume into another run's checkpoints fails fast
     identity = _run_identity(model_args, data_args, args, manifest)
+    if args.resume == "auto" and resume is not None:
+        resume = own_checkpoint(args.output_dir, resume, identity)
     check_resumable(args.output_dir, resume, identity, write=args.process_index == 0)
     encoder, base_path = build_encoder(model_args, args)
     wider = [d for d in args.dims() if d is not None and d > encoder.dim]
@@ -315,21 +317,45 @@ def check_resumable(
         clear_earlier_run(path.parent)
         path.write_text(json.dumps(identity, indent=2, sort_keys=True))
         return
-    if not path.exists():
+    changed = identity_changes(output_dir, identity)
+    if changed is None:
         print(
             f"[train] note: {path} is missing: cannot check that {checkpoint} was trained on "
             "the same data and settings",
             file=sys.stderr,
         )
-        return
-    recorded = json.loads(path.read_text())
-    changed = {k: (recorded.get(k), v) for k, v in identity.items() if recorded.get(k) != v}
-    if changed:
-        what = "; ".join(f"{k} was {old!r}, now {new!r}" for k, (old, new) in changed.items())
+    elif changed:
         raise ValueError(
-            f"--resume: {checkpoint} belongs to another run ({what}); resume with the same "
+            f"--resume: {checkpoint} belongs to another run ({changed}); resume with the same "
             "data and settings, or train into a new --output_dir"
         )
+
+
+def identity_changes(output_dir: str, identity: dict) -> str | None:
+    """How ``identity`` differs from the one recorded in ``output_dir`` ('' when it does not;
+    None when none is recorded)."""
+    path = Path(output_dir) / RUN_IDENTITY
+    if not path.exists():
+        return None
+    recorded = json.loads(path.read_text())
+    changed = {k: (recorded.get(k), v) for k, v in identity.items() if recorded.get(k) != v}
+    return "; ".join(f"{k} was {old!r}, now {new!r}" for k, (old, new) in changed.items())
+
+
+def own_checkpoint(output_dir: str, checkpoint: str, identity: dict) -> str | None:
+    """``--resume auto``: ``checkpoint`` when this run (the same identity) trained it, else
+    None (train afresh; the fresh run clears the folder). A retried task goes on from where
+    its killed try stopped, and a new run with other data or settings starts over."""
+    changed = identity_changes(output_dir, identity)
+    if changed == "":
+        print(f"[train] --resume auto: going on from {checkpoint}", file=sys.stderr)
+        return checkpoint
+    why = "no run identity recorded" if changed is None else f"another run's: {changed}"
+    print(
+        f"[train] --resume auto: {checkpoint} is not this run's ({why}); training afresh",
+        file=sys.stderr,
+    )
+    return None
 
 
 def _model_id(args, manifest: dict) -> str:
