@@ -106,7 +106,9 @@ def follow(command: list[str], log: Path, total: int | None) -> int:
                 if state not in ("success", "skipped", "?"):
                     failed.append(match.group(1))
             elif match := COUNTER.search(line):
-                counters[match.group(1)] = match.group(2)
+                # a task of two jobs (export_stage2: training, then validation) shows both
+                name, value = match.groups()
+                counters[name] = f"{counters[name]}+{value}" if name in counters else value
             elif match := LOSS.search(line):
                 counters["train_loss"] = match.group(1)
             if match := RUN_DONE.search(line):

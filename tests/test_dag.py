@@ -398,6 +398,12 @@ def test_progress_prints_one_line_per_task_and_names_the_failed_one(tmp_path, ca
         stamp.format("20.100000") + "[ingest]     citations_total            725" + hook,
         stamp.format("57.000000") + "Task instance state updated    [x] new_state=success rows=1",
         stamp.format("57.500000") + "[DAG TEST] end task task_id=ingest map_index=-1",
+        # two exports in one task: the second's rows used to replace the first's on the line
+        stamp.format("57.600000") + "[DAG TEST] starting task_id=export_stage2 map_index=-1",
+        stamp.format("57.700000") + "[export_training]                  rows          1,823" + hook,
+        stamp.format("57.800000") + "[export_training]                  rows             42" + hook,
+        stamp.format("57.850000") + "Task instance state updated    [x] new_state=success rows=1",
+        stamp.format("57.900000") + "[DAG TEST] end task task_id=export_stage2 map_index=-1",
         stamp.format("58.000000") + "[DAG TEST] starting task_id=curate map_index=-1",
         stamp.format("59.000000") + "curate: input table bronze/publications is empty",
         stamp.format("59.500000") + "Task instance state updated    [x] new_state=failed rows=1",
@@ -406,13 +412,14 @@ def test_progress_prints_one_line_per_task_and_names_the_failed_one(tmp_path, ca
     ]
     script = "import sys; print(sys.argv[1]); sys.exit(1)"
     log = tmp_path / "logs" / "demo.log"
-    code = progress.follow([sys.executable, "-c", script, "\n".join(lines)], log, total=2)
+    code = progress.follow([sys.executable, "-c", script, "\n".join(lines)], log, total=3)
     out, err = capsys.readouterr()
     assert code == 1
-    assert out.splitlines()[:3] == [
+    assert out.splitlines()[:4] == [
         f"full log: {log}",
-        "[1/2] ingest                    46.5s  success  records_kept=1,491",
-        "[2/2] curate                     1.6s  failed",
+        "[1/3] ingest                    46.5s  success  records_kept=1,491",
+        "[2/3] export_stage2              0.3s  success  rows=1,823+42",
+        "[3/3] curate                     1.6s  failed",
     ]
     assert "curate: input table bronze/publications is empty" in err  # the log's tail
     assert err.rstrip().endswith(f"FAILED: task(s) curate; the full log is {log}")
