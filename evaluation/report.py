@@ -26,7 +26,20 @@ from lake import add_lake_arguments, build_session, read_pandas
 from lake.cli import run_job
 from schemas import defaults
 
-LANG_LABEL = {"zh": "CN", "en": "EN", "ja": "JP"}
+LANG_LABEL = {"zh": "CN", "en": "EN", "ja": "JP"}  # the paper's labels; other codes upper-cased
+
+
+def languages(present) -> list[str]:
+    """The languages in ``present`` ('ALL' left out): the paper's three in its order, then any
+    other in code order (a corpus is not limited to zh/en/ja; their rows used to be dropped)."""
+    found = set(present) - {"ALL"}
+    return [x for x in LANG_LABEL if x in found] + sorted(found - set(LANG_LABEL))
+
+
+def lang_label(lang: str) -> str:
+    return "Overall" if lang == "ALL" else LANG_LABEL.get(lang, lang.upper())
+
+
 VIEWS = list(defaults.QUERY_VIEWS)
 
 
@@ -392,10 +405,10 @@ def table2(m: pd.DataFrame) -> pd.DataFrame:
     overall = m[m.view == "ALL"].pivot_table(
         index="name", columns="lang", values="value", sort=False
     )
-    cols = [c for c in ("zh", "en", "ja") if c in overall.columns] + ["ALL"]
+    cols = [*languages(overall.columns), "ALL"]
     return (
         overall[cols]
-        .rename(columns={**LANG_LABEL, "ALL": "Overall"})
+        .rename(columns={c: lang_label(c) for c in cols})
         .reset_index()
         .rename(columns={"name": "Model"})
     )
@@ -412,13 +425,13 @@ def table4(metrics: pd.DataFrame, a: str, b: str, dim: int) -> pd.DataFrame:
     for k in (10, 20):
         m = macro(metrics, [a, b], dim, "hit", k)
         langs = m[m.view == "ALL"]
-        for lang in [x for x in ("zh", "en", "ja", "ALL") if x in set(langs.lang)]:
+        for lang in [*languages(langs.lang), *(["ALL"] if "ALL" in set(langs.lang) else [])]:
             va = float(langs[(langs.run_id == a) & (langs.lang == lang)].value.iloc[0])
             vb = float(langs[(langs.run_id == b) & (langs.lang == lang)].value.iloc[0])
             rows.append(
                 {
                     "K": k,
-                    "Language": LANG_LABEL.get(lang, "Overall"),
+                    "Language": lang_label(lang),
                     "A": va,
                     "B": vb,
                     "B - A": vb - va,
@@ -433,7 +446,7 @@ def figure2(m: pd.DataFrame, a: str, b: str, path: Path) -> None:
     wide = cells.pivot_table(index=["lang", "view"], columns="run_id", values="value")
     diff = (wide[b] - wide[a]) * 100
     fig, ax = plt.subplots(figsize=(9, 3.5))
-    labels = [f"{LANG_LABEL.get(lang, lang)}-{view}" for lang, view in diff.index]
+    labels = [f"{lang_label(lang)}-{view}" for lang, view in diff.index]
     ax.bar(labels, diff.values, color=["tab:blue" if v >= 0 else "tab:red" for v in diff.values])
     ax.axhline(0, color="black", linewidth=0.8)
     ax.set_ylabel("Δ macro Hit@100 (pp)")
@@ -583,10 +596,7 @@ def summary_table(metrics, significance, runs: list[str], dim: int, a: str, b: s
             & (significance.metric == "hit")
             & (significance.k == 100)
         ]
-        p = {
-            LANG_LABEL.get(r.lang, "Overall" if r.lang == "ALL" else r.lang): r.p_value
-            for r in sig.itertuples()
-        }
+        p = {lang_label(r.lang): r.p_value for r in sig.itertuples()}
         if p:
             label = f"p ({b} vs {a})"
             row = [label] + [f"{p[c]:.4f}" if c in p else "" for c in shown.columns[1:]]

@@ -406,6 +406,28 @@ def test_the_report_names_a_run_without_hit_at_100(tmp_path, monkeypatch):
     assert not (tmp_path / "out").exists()
 
 
+def test_the_report_shows_every_language_of_the_corpus():
+    """Tables 2 and 4 kept only zh/en/ja columns: a corpus in de and ko (any ISO 639-1 code is
+    accepted from ingest on) lost those languages' rows from the report without a word."""
+    import pandas as pd
+
+    rows = [
+        {"run_id": run, "name": run, "task": "retrieval", "stratum": "ALL", "dim": 64}
+        | {"ipc_section": "MACRO", "metric": "hit", "k": k, "lang": lang, "view": "ALL"}
+        | {"value": value}
+        for run in ("a", "b")
+        for k in (10, 20, 100)
+        for lang, value in (("ko", 0.25), ("en", 0.5), ("de", 0.75), ("ALL", 0.5))
+    ]
+    metrics = pd.DataFrame(rows)
+    overall = report.table2(report.macro(metrics, ["a", "b"], 64, "hit", 100))
+    assert list(overall.columns) == ["Model", "EN", "DE", "KO", "Overall"]
+    assert list(overall.DE) == [0.75, 0.75]
+    paired = report.table4(metrics, "a", "b", 64)
+    assert list(paired.Language) == ["EN", "DE", "KO", "Overall"] * 2
+    assert list(paired.A[paired.Language == "KO"]) == [0.25, 0.25]
+
+
 @pytest.mark.parametrize(
     "flag, value, message",
     [
