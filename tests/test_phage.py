@@ -146,7 +146,7 @@ def test_training_moves_the_relation_biases_and_exports_a_plain_encoder(me5, tmp
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
-        losses.append(float(loss))
+        losses.append(loss.item())
     assert losses[-1] < losses[0]
     assert phage.relation_bias.abs().sum() > 0  # the graph parameters learned
 
