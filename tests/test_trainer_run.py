@@ -146,11 +146,15 @@ def test_resume_continues_the_step_count(shard, tmp_path):
     )
     assert state(out)["global_step"] == 20
     # a fresh run on the other shards replaces the folder's checkpoints: they stayed, and a
-    # later --resume under the new run's identity went on from the first run's step 20.
-    # --resume auto sees another run's checkpoint and trains afresh the same way
-    train.main([*elsewhere, "--max_steps", "5", "--resume", "auto"])
+    # later --resume under the new run's identity went on from the first run's step 20
+    train.main([*elsewhere, "--max_steps", "5"])
     steps = sorted(int(p.name.split("-")[1]) for p in out.glob("checkpoint-*"))
     assert steps == [state(out)["global_step"]] and steps[0] <= 5  # one epoch of 60 patents
+    # --resume auto over another run's checkpoint trains afresh (records its own identity)
+    train.main([*common, "--max_steps", "10", "--resume", "auto"])
+    recorded = json.loads((out / "xembed_run.json").read_text())
+    assert recorded["train_data"] != other["content_hash"]
+    assert state(out)["global_step"] == 10
 
 
 def test_matryoshka_dims_wider_than_the_model_are_refused(shard, tmp_path):
