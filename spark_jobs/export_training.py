@@ -97,7 +97,7 @@ def run(
     args = {**given, "recipe": recipe}  # the run log names the pair set exported, even by default
     with JobRun(spark, lake, "export_training", args, run_id) as job:
         if dataset == "stage1":
-            pairs = job.read(table).where(F.col("recipe") == recipe)
+            pairs = source = job.read(table).where(F.col("recipe") == recipe)
             if pairs.isEmpty():
                 raise ValueError(
                     f"gold/stage1_pairs holds no pairs of recipe {recipe!r}; run "
@@ -116,6 +116,7 @@ def run(
         elif dataset == "phage":
             pool = training_views(job.read(table), job.read("silver/excluded_families"))
             pool = restrict(pool, job.read("silver/patents"), landscape)
+            source = pool.select(*keys).distinct()
             rows = export_rules.phage_rows(
                 pool, job.read("silver/claim_graph"), job.read("silver/patents"), max_chars
             )
@@ -126,8 +127,9 @@ def run(
                     + "; nothing to export for PHAGE"
                 )
         else:
+            source = job.read(table)
             rows = export_rules.stage2_rows(
-                job.read(table), job.read("silver/views"), job.read("silver/patents"), max_chars
+                source, job.read("silver/views"), job.read("silver/patents"), max_chars
             )
         # the consumer audits what it is about to write: a leaked row never reaches a shard
         patents, excluded = job.read("silver/patents"), job.read("silver/excluded_families")
@@ -135,6 +137,7 @@ def run(
         job.count("audit_rows", audit.rows_checked)
         shards = export_rules.write_shards(spark, rows, out, fmt, rows_per_shard, seed, keys)
         counts, content_hash = export_rules.shard_counts_and_hash(spark, out, fmt)
+        export_rules.check_nothing_lost(source, rows, sum(counts.values()), list(keys), table)
         manifest = {
             "dataset": dataset,
             # the pair set (a recipe or its matched control) the trainer's config section follows

@@ -303,6 +303,28 @@ def test_export_round_trip_parquet_and_swift_jsonl(spark, built, tmp_path, monke
     assert json.loads(Path(out / "_manifest.json").read_text())["max_chars"] == 8
 
 
+def test_an_export_that_loses_or_repeats_a_row_fails_without_a_manifest(
+    spark, built, tmp_path, monkeypatch
+):
+    lake = private_copy(built[0], tmp_path)
+    joined = export_training.export_rules.stage1_rows
+    faults = {
+        # a pair whose anchor view did not join its text, as if silver/views had lost it
+        "lost": (lambda rows: rows.where("anchor_id != 'US-3-A1'"), r"did not join.*US-3-A1"),
+        "repeated": (lambda rows: rows.unionByName(rows.limit(1)), r"rows were repeated"),
+    }
+    for name, (fault, message) in faults.items():
+        out = tmp_path / name
+        monkeypatch.setattr(
+            export_training.export_rules, "stage1_rows", lambda *a, f=fault: f(joined(*a))
+        )
+        with pytest.raises(
+            ValueError, match=rf"wrote \d+ rows for the {len(EXPECTED)} of.*{message}"
+        ):
+            export_training.run(spark, lake, "stage1", "parquet", str(out))
+        assert not (out / "_manifest.json").exists()
+
+
 @pytest.mark.parametrize(
     ("option", "value", "valid_for", "refused_for"),
     [

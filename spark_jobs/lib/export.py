@@ -169,6 +169,28 @@ def phage_rows(
     )
 
 
+def check_nothing_lost(
+    source: DataFrame, rows: DataFrame, written: int, keys: list[str], table: str
+) -> int:
+    """Raise unless the shards hold exactly one row per ``source`` row (the rows a dataset must
+    export, keyed by ``keys``); returns that count. A row whose texts did not join (a view
+    missing from silver/views, a negative without its TAC) would otherwise vanish from the
+    training data unseen; the error names some of them and the manifest is never written."""
+    expected = source.count()
+    if written == expected:
+        return expected
+    lost = source.select(*keys).join(rows.select(*keys), keys, "left_anti").limit(5).collect()
+    named = "; ".join(", ".join(f"{k}={r[k]}" for k in keys) for r in lost)
+    causes = [f"rows did not join their texts (silver/views), e.g. {named}"] if lost else []
+    if written > expected or not lost:
+        causes.append("rows were repeated (a key of silver/views or silver/patents is not unique)")
+    raise ValueError(
+        f"the export wrote {written:,} rows for the {expected:,} of {table}: "
+        + " and ".join(causes)
+        + "; no manifest was written, rerun the jobs that build the inputs"
+    )
+
+
 def _message(text: Column) -> Column:
     return F.array(F.struct(F.lit("user").alias("role"), text.alias("content")))
 
