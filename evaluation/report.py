@@ -41,6 +41,7 @@ def lang_label(lang: str) -> str:
 
 
 VIEWS = list(defaults.QUERY_VIEWS)
+TABLE4_CUTOFFS = (10, 20)  # the paper's Table 4: Hit@10 and Hit@20
 
 
 STRATUM_KEYS = ("year", "section", "country", "lang")
@@ -384,7 +385,9 @@ def _fmt(frame: pd.DataFrame, percent: bool = True) -> str:
     shown = frame.copy()
     for c in shown.columns:
         if shown[c].dtype.kind == "f":
-            shown[c] = shown[c].map(lambda v: f"{100 * v:.2f}" if percent else f"{v:.4f}")
+            shown[c] = shown[c].map(
+                lambda v: "–" if pd.isna(v) else f"{100 * v:.2f}" if percent else f"{v:.4f}"
+            )
     header = "| " + " | ".join(map(str, shown.columns)) + " |"
     rule = "|" + "---|" * len(shown.columns)
     rows = ["| " + " | ".join(map(str, r)) + " |" for r in shown.itertuples(index=False)]
@@ -421,23 +424,41 @@ def table3(m: pd.DataFrame) -> pd.DataFrame:
 
 
 def table4(metrics: pd.DataFrame, a: str, b: str, dim: int) -> pd.DataFrame:
+    """Hit@10 and Hit@20 of runs ``a`` and ``b`` per language; a cutoff that either run was not
+    evaluated at is left out (``table4_title`` says which); a language only one run has: –."""
     rows = []
-    for k in (10, 20):
+    for k in TABLE4_CUTOFFS:
         m = macro(metrics, [a, b], dim, "hit", k)
         langs = m[m.view == "ALL"]
+        if not {a, b} <= set(langs.run_id):
+            continue
         for lang in [*languages(langs.lang), *(["ALL"] if "ALL" in set(langs.lang) else [])]:
-            va = float(langs[(langs.run_id == a) & (langs.lang == lang)].value.iloc[0])
-            vb = float(langs[(langs.run_id == b) & (langs.lang == lang)].value.iloc[0])
+            cells = {
+                run: langs[(langs.run_id == run) & (langs.lang == lang)].value for run in (a, b)
+            }
+            value = {run: float(c.iloc[0]) if len(c) else float("nan") for run, c in cells.items()}
             rows.append(
                 {
                     "K": k,
                     "Language": lang_label(lang),
-                    "A": va,
-                    "B": vb,
-                    "B - A": vb - va,
+                    "A": value[a],
+                    "B": value[b],
+                    "B - A": value[b] - value[a],
                 }
             )
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=["K", "Language", "A", "B", "B - A"])
+
+
+def table4_title(paired: pd.DataFrame, a: str, b: str) -> str:
+    """Table 4's heading, naming a cutoff it could not show (a run evaluated without it)."""
+    missing = [k for k in TABLE4_CUTOFFS if k not in set(paired.K)]
+    title = f"Table 4: Hit@10 and Hit@20 (%), A = {a}, B = {b}"
+    if missing:
+        title += (
+            f"; {' and '.join(f'Hit@{k}' for k in missing)} not shown: evaluate both runs with "
+            f"{','.join(map(str, missing))} among --cutoffs"
+        )
+    return title
 
 
 def figure2(m: pd.DataFrame, a: str, b: str, path: Path) -> None:
@@ -517,6 +538,7 @@ def build(
     out.mkdir(parents=True, exist_ok=True)
     a, b = compare or (runs[-2], runs[-1]) if len(runs) >= 2 else (runs[0], runs[0])
     m100 = m100[m100.view.isin([*VIEWS, "ALL"])]  # the paper's tables: its four views
+    paired = table4(metrics, a, b, dim)
     sections = [
         (
             "Table 1: effective query counts per view by IPC section",
@@ -524,7 +546,7 @@ def build(
         ),
         (f"Table 2: IPC-section macro Hit@100 (%), {dim} dimensions", _fmt(table2(m100))),
         ("Table 3: macro Hit@100 (%) by language and query view", _fmt(table3(m100))),
-        (f"Table 4: Hit@10 and Hit@20 (%), A = {a}, B = {b}", _fmt(table4(metrics, a, b, dim))),
+        (table4_title(paired, a, b), _fmt(paired)),
     ]
     significance = load(lake, "eval/significance")
     if not significance.empty:

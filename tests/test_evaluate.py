@@ -428,6 +428,30 @@ def test_the_report_shows_every_language_of_the_corpus():
     assert list(paired.A[paired.Language == "KO"]) == [0.25, 0.25]
 
 
+def test_table4_names_a_cutoff_one_run_was_not_evaluated_at():
+    """Run b evaluated with --cutoffs 10,100 (no 20) made Table 4 fail with an IndexError, and
+    its heading promised Hit@20 whatever the runs held."""
+    import pandas as pd
+
+    rows = [
+        {"run_id": run, "name": run, "task": "retrieval", "stratum": "ALL", "dim": 64}
+        | {"ipc_section": "MACRO", "metric": "hit", "k": k, "lang": lang, "view": "ALL"}
+        | {"value": value}
+        for run, cutoffs in (("a", (10, 20, 100)), ("b", (10, 100)))
+        for k in cutoffs
+        for lang, value in (("en", 0.5), ("ALL", 0.5))
+        if not (run == "b" and lang == "en" and k == 10)  # a language only run a has
+    ]
+    paired = report.table4(pd.DataFrame(rows), "a", "b", 64)
+    assert list(paired.K) == [10, 10] and list(paired.Language) == ["EN", "Overall"]
+    assert "| 10 | EN | 50.00 | – | – |" in report._fmt(paired)
+    title = report.table4_title(paired, "a", "b")
+    assert title.endswith("; Hit@20 not shown: evaluate both runs with 20 among --cutoffs")
+    assert "not shown" not in report.table4_title(
+        report.table4(pd.DataFrame(rows), "a", "a", 64), "a", "a"
+    )
+
+
 @pytest.mark.parametrize(
     "flag, value, message",
     [
