@@ -54,7 +54,7 @@ CONNECT = (
 )
 SUBMIT = (
     "{% if params.spark_connect %}python{% else %}"
-    f"spark-submit --master {MASTER} --driver-memory {MEMORY}{{% endif %}} spark_jobs"
+    f"spark-submit --master '{MASTER}' --driver-memory {MEMORY}{{% endif %}} spark_jobs"
 )
 PROFILE = "configs/{{ params.profile }}.yaml"
 # each profile's base model (the paper profile's Qwen3-Embedding-0.6B is a local path: base_model)
@@ -101,6 +101,16 @@ def unknown_conf_keys(conf: dict, params) -> str | None:
 # integers >= 1, 100 among them: the report's tables and the significance tests are Hit@100
 # (the paper's), so a list without it would fail the last tasks, after the whole pipeline
 CUTOFFS_PATTERN = r"^(?=(.*,)?\s*100\s*(,|$))\s*[1-9][0-9]*(\s*,\s*[1-9][0-9]*)*\s*$"
+# The string params go into the tasks' bash commands unquoted, so a blank split a path into
+# two arguments (the job failed on "unrecognized arguments") and ';', '$(...)' and the like
+# ran as shell: paths, models and Spark settings are refused at trigger time unless they
+# hold none of these characters (the names and URIs of local, HDFS, S3 or ABFS paths don't).
+SHELL_SPECIAL = r"\s'\"`$;&|<>*?()\[\]{}%\\"
+SAFE_WORD = f"^[^{SHELL_SPECIAL}]*$"
+SAFE_MASTER = r"^(local(\[([1-9][0-9]*|\*)(,[1-9][0-9]*)?\])?|[^" + SHELL_SPECIAL + r"]+)$"
+SAFE_FLAGS = r"^[-\w\s.,=]*$"  # extra generator flags: several words, no shell syntax
+SAFE_MEMORY = r"^[1-9][0-9]*([kKmMgGtTpP][bB]?)?$"  # Spark's byte strings: 4g, 4096m, 2gb
+SAFE_HINT = " (no blanks or shell characters ' \" ` $ ; & | < > * ? ( ) [ ] { } % \\)"
 RECIPE_LABELS = (
     "set -euo pipefail; recipes='{{ params.recipes | join(' ') }}'; "
     "controls='{{ params.controls | join(' ') }}'; labels=$(echo $recipes $controls); "
@@ -187,11 +197,24 @@ def evaluate(models: str, names: str) -> str:
     doc_md=__doc__,
     default_args={"retries": 1, "retry_delay": timedelta(seconds=30), "cwd": REPO},
     params={
-        "lake": Param(f"{REPO}/demo/lake", type="string", description="lake root (any Spark URI)"),
-        "work_dir": Param(
-            f"{REPO}/demo/work", type="string", description="shards, indexes, models"
+        "lake": Param(
+            f"{REPO}/demo/lake",
+            type="string",
+            pattern=SAFE_WORD,
+            description="lake root (any Spark URI)" + SAFE_HINT,
         ),
-        "input": Param("", type="string", description="export to ingest; empty: generate a sample"),
+        "work_dir": Param(
+            f"{REPO}/demo/work",
+            type="string",
+            pattern=SAFE_WORD,
+            description="shards, indexes, models" + SAFE_HINT,
+        ),
+        "input": Param(
+            "",
+            type="string",
+            pattern=SAFE_WORD,
+            description="export to ingest; empty: generate a sample" + SAFE_HINT,
+        ),
         "input_format": Param("google_patents", enum=["google_patents", "canonical"]),
         "sample_patents": Param(2000, type="integer", minimum=50),
         "profile": Param(
@@ -203,17 +226,27 @@ def evaluate(models: str, names: str) -> str:
         "base_model": Param(
             "",
             type="string",
+            pattern=SAFE_WORD,
             description="base / mining encoder path; empty: the profile's "
-            "(cpu-e5: builtin:me5-small, cpu-small: builtin:qwen3-tiny)",
+            "(cpu-e5: builtin:me5-small, cpu-small: builtin:qwen3-tiny)" + SAFE_HINT,
         ),
         "sample_options": Param(
             "",
             type="string",
+            pattern=SAFE_FLAGS,
             description="extra generate_sample.py flags, e.g. '--difficulty hard'",
         ),
-        "spark_master": Param("local[2]", type="string"),
+        "spark_master": Param(
+            "local[2]",
+            type="string",
+            pattern=SAFE_MASTER,
+            description="local[N], local[*], spark://HOST:PORT, yarn, k8s://..." + SAFE_HINT,
+        ),
         "driver_memory": Param(
-            "4g", type="string", description="the driver's memory (Connect server or spark-submit)"
+            "4g",
+            type="string",
+            pattern=SAFE_MEMORY,
+            description="the driver's memory (Connect server or spark-submit), e.g. 4g or 4096m",
         ),
         "spark_connect": Param(
             True,
@@ -283,8 +316,10 @@ def evaluate(models: str, names: str) -> str:
         "phage_base_model": Param(
             "",
             type="string",
+            pattern=SAFE_WORD,
             description="PHAGE's base: a BERT-style encoder (builtin:me5-small, builtin:minilm, a "
-            "path); empty: the profile's, which for cpu-small (a decoder) PHAGE refuses",
+            "path); empty: the profile's, which for cpu-small (a decoder) PHAGE refuses"
+            + SAFE_HINT,
         ),
         "run_tag": Param(
             "",
@@ -306,7 +341,7 @@ def xembed_full():
             raise AirflowFailException(error)
         return (
             "{% if params.spark_connect %}"
-            f"python -m lake.connect start --state {SPARK_STATE} --master {MASTER} "
+            f"python -m lake.connect start --state {SPARK_STATE} --master '{MASTER}' "
             f"--driver-memory {MEMORY}"
             "{% else %}echo 'params.spark_connect is false: each stage runs spark-submit'{% endif %}"
         )

@@ -191,6 +191,54 @@ def test_the_evaluation_list_params_are_checked_when_a_run_is_triggered(dag):
     assert dag.params.get_param("query_types").resolve("abs,TAC") == "abs,TAC"
 
 
+def test_paths_and_spark_settings_the_shell_would_split_or_run_are_refused(dag):
+    """The string params reach bash unquoted: a lake path with a blank failed every job on
+    "unrecognized arguments", and '; cmd' or '$(cmd)' in a path ran as shell. They are refused
+    at trigger time; what real paths, URIs, masters and memory sizes hold still passes."""
+    import shlex
+    from types import SimpleNamespace
+
+    from airflow.sdk.definitions.param import ParamValidationError
+
+    good = {
+        "lake": [
+            "hdfs://nn:8020/x/lake",
+            "s3a://b/x-y_z/lake",
+            "abfss://c@a.dfs.core.windows.net/l",
+        ],
+        "work_dir": ["/tmp/w.1/work", "file:///tmp/x=1/work"],
+        "input": ["", "gs://bucket/export/2024-01"],
+        "base_model": ["", "builtin:me5-small", "/models/Qwen3-Embedding-0.6B"],
+        "phage_base_model": ["", "builtin:minilm"],
+        "spark_master": ["local[2]", "local[*]", "local[4,2]", "spark://h:7077", "yarn"],
+        "driver_memory": ["4g", "4096m", "2GB", "512"],
+        "sample_options": ["", "--difficulty hard --bad-share 0.1"],
+    }
+    bad = ["/tmp/a b/lake", "/tmp/x;touch /tmp/y", "$(id)", "`id`", "a|b", "a>b", "x'y", "%s"]
+    for name, values in good.items():
+        for value in values:
+            assert dag.params.get_param(name).resolve(value) == value, (name, value)
+        refused = bad + {"spark_master": ["local[2];id"], "driver_memory": ["4 g", "-1g"]}.get(
+            name, []
+        )
+        for value in refused:
+            with pytest.raises(ParamValidationError, match="does not match"):
+                dag.params.get_param(name).resolve(value)
+    # what passes stays one word where the shell reads it: the master, whose [ ] and * are
+    # glob characters, is quoted in the commands that take it
+    env = dag.get_template_env()
+    params = {name: dag.params[name] for name in dag.params} | {"spark_connect": False}
+    by_id = {t.task_id: t for t in dag.tasks}
+    command = env.from_string(by_id["curate"].python_callable()).render(
+        params=params | {"lake": "hdfs://nn:8020/x/lake", "spark_master": "local[*]"},
+        ti=SimpleNamespace(try_number=1, xcom_pull=lambda **_: ""),
+        ts_nodash="T",
+    )
+    words = shlex.split(command)
+    assert words[words.index("--master") + 1] == "local[*]"
+    assert words[words.index("--lake") + 1] == "hdfs://nn:8020/x/lake"
+
+
 @pytest.mark.integration
 def test_a_conf_key_the_dag_does_not_know_fails_the_run_before_anything_runs(tmp_path):
     """A typo (`sample_patent`) was ignored: the run went on with the default sample size."""
