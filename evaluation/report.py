@@ -536,7 +536,7 @@ def build(
             + " have no Hit@100: evaluate them with 100 among --cutoffs"
         )
     out.mkdir(parents=True, exist_ok=True)
-    a, b = compare or (runs[-2], runs[-1]) if len(runs) >= 2 else (runs[0], runs[0])
+    a, b = compared_runs(runs, compare)
     m100 = m100[m100.view.isin([*VIEWS, "ALL"])]  # the paper's tables: its four views
     paired = table4(metrics, a, b, dim)
     sections = [
@@ -653,6 +653,30 @@ def _html(sections, figures, runs) -> str:
     return "\n".join([*parts, "</body></html>"])
 
 
+def compared_runs(runs: list[str], compare: tuple[str, str] | None) -> tuple[str, str]:
+    """Table 4's and Figure 2's A and B: ``compare``, else the last two runs (one run: itself)."""
+    if compare:
+        return compare
+    return (runs[-2], runs[-1]) if len(runs) >= 2 else (runs[0], runs[0])
+
+
+def parse_compare(text: str | None, runs: list[str]) -> tuple[str, str] | None:
+    """``--compare A,B``: two run ids among ``runs`` (the tables read only those), else an error
+    naming what is wrong; None when not given."""
+    if text is None:
+        return None
+    pair = tuple(r.strip() for r in text.split(","))
+    if len(pair) != 2 or not all(pair):
+        raise ValueError(f"--compare takes two run ids A,B, got {text!r}")
+    absent = [r for r in pair if r not in runs]
+    if absent:
+        raise ValueError(
+            f"--compare names {', '.join(absent)}, not among --runs ({', '.join(runs)}): "
+            "add it to --runs"
+        )
+    return pair
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_lake_arguments(parser, required=True)
@@ -686,15 +710,20 @@ def main(argv: list[str] | None = None) -> int:
         help="print the overall / per-language macro Hit@100 of every run (Table 2)",
     )
     args = parser.parse_args(argv)
-    build_session("xembed-report", args.master)  # the session every read below shares
-    runs = [r for r in args.runs.split(",") if r]
-    compare = tuple(args.compare.split(",")) if args.compare else None
+    runs = [r.strip() for r in args.runs.split(",") if r.strip()]
+    if not runs:
+        parser.error(f"--runs names no run id: {args.runs!r}")
+    try:
+        compare = parse_compare(args.compare, runs)
+    except ValueError as e:
+        parser.error(str(e))
     recipes = [r for r in args.recipes.split(",") if r]
     if recipes and not args.base:
         parser.error("--recipes needs --base (the base model's run id)")
     phage = [r for r in args.phage.split(",") if r]
     if phage and not (args.phage_base or args.base):
         parser.error("--phage needs --phage-base or --base (the base model's run id)")
+    build_session("xembed-report", args.master)  # the session every read below shares
     path = build(
         args.lake,
         runs,
@@ -710,7 +739,7 @@ def main(argv: list[str] | None = None) -> int:
         print(path)
         return 0
     metrics = paper_rows(load(args.lake, "eval/metrics"))
-    a, b = compare or (runs[-2], runs[-1])
+    a, b = compared_runs(runs, compare)
     print(f"\nIPC-section macro Hit@100 (%), {args.dim} dimensions (BM25: lexical)\n")
     print(summary_table(metrics, load(args.lake, "eval/significance"), runs, args.dim, a, b))
     print(f"\nreport:    {path.parent / 'report.html'}")

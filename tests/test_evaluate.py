@@ -428,6 +428,35 @@ def test_the_report_shows_every_language_of_the_corpus():
     assert list(paired.A[paired.Language == "KO"]) == [0.25, 0.25]
 
 
+@pytest.mark.parametrize(
+    "runs, compare, message",
+    [
+        # a run outside --runs failed with "report: 'c'" (a KeyError in Figure 2); with one
+        # run in --runs, --compare was ignored and the run compared with itself
+        ("a,b", "a,c", "--compare names c, not among --runs (a, b): add it to --runs"),
+        ("a", "a,b", "--compare names b, not among --runs (a)"),
+        # one name failed with "not enough values to unpack (expected 2, got 1)"
+        ("a,b", "b", "--compare takes two run ids A,B, got 'b'"),
+        ("a,b", "a,b,c", "--compare takes two run ids A,B, got 'a,b,c'"),
+        (",", None, "--runs names no run id: ','"),
+    ],
+)
+def test_report_flags_that_name_no_comparable_runs_are_refused_before_spark(
+    runs, compare, message, capsys, monkeypatch
+):
+    def no_spark(*_):
+        raise AssertionError("Spark started before the flags were checked")
+
+    monkeypatch.setattr(report, "build_session", no_spark)
+    argv = ["--lake", "lake", "--out", "out", "--runs", runs]
+    with pytest.raises(SystemExit) as exit_:
+        report.main(argv + (["--compare", compare] if compare else []))
+    assert exit_.value.code == 2 and message in capsys.readouterr().err
+    assert report.compared_runs(["a"], None) == ("a", "a")
+    assert report.compared_runs(["a", "b", "c"], None) == ("b", "c")
+    assert report.parse_compare(" a , b", ["a", "b"]) == ("a", "b")
+
+
 def test_table4_names_a_cutoff_one_run_was_not_evaluated_at():
     """Run b evaluated with --cutoffs 10,100 (no 20) made Table 4 fail with an IndexError, and
     its heading promised Hit@20 whatever the runs held."""
