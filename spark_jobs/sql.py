@@ -75,14 +75,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-e", dest="query", default=None, help="run one query and exit")
     parser.add_argument("-f", dest="file", default=None, help="run a SQL file and exit")
     args = parser.parse_args(argv)
+    if "://" not in args.lake and not Path(args.lake).is_dir():
+        print(
+            f"sql: no lake at {args.lake} (no such folder; --lake names the lake root)",
+            file=sys.stderr,
+        )
+        return 2
     spark_sql = shutil.which("spark-sql") or str(Path(sys.executable).parent / "spark-sql")
     with tempfile.TemporaryDirectory(prefix="xembed-sql-") as tmp:
         init = Path(tmp) / "init.sql"
         spark = build_session("xembed-sql", "local[1]")
         try:
-            init.write_text(init_sql(args.lake, published_versions(spark, args.lake)))
+            versions = published_versions(spark, args.lake)
         finally:
             spark.stop()
+        if not versions:  # a typo in --lake would open a shell where every table is "not found"
+            print(
+                f"sql: no lake table under {args.lake} (--lake names the lake root, the folder "
+                "holding bronze/, silver/, gold/, eval/)",
+                file=sys.stderr,
+            )
+            return 2
+        init.write_text(init_sql(args.lake, versions))
         cmd = [
             spark_sql,
             "--master",

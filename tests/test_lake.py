@@ -197,3 +197,16 @@ def test_job_flags_refuse_bad_values_by_name_before_spark_starts(module, argv, m
         main([out, "/nonexistent/xembed", *argv])
     assert exit_.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_sql_refuses_a_lake_path_that_holds_no_table(spark, tmp_path, monkeypatch, capsys):
+    """A typo in --lake opened a spark-sql shell in which every table was "not found"."""
+    from spark_jobs import sql
+
+    assert sql.main(["--lake", str(tmp_path / "nolake"), "-e", "SELECT 1"]) == 2
+    assert "sql: no lake at" in capsys.readouterr().err
+    monkeypatch.setattr(sql, "build_session", lambda *_: spark)
+    monkeypatch.setattr(spark, "stop", lambda: None)  # the session is the suite's
+    monkeypatch.setattr(sql.subprocess, "run", lambda *a, **k: pytest.fail("spark-sql started"))
+    assert sql.main(["--lake", str(tmp_path), "-e", "SELECT 1"]) == 2
+    assert f"sql: no lake table under {tmp_path}" in capsys.readouterr().err
