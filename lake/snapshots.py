@@ -79,6 +79,10 @@ def visible(spark: SparkSession, lake: str, name: str, runs: dict[str, Run]) -> 
             hidden.append(version)
             continue
         return Snapshot(name, version, run_id, tuple(hidden))
+    if not hidden:  # no commit at all: a lake path with a typo, or the writer never ran
+        raise FileNotFoundError(
+            f"table {name} does not exist at {path}; run the job that writes it first"
+        )
     raise FileNotFoundError(
         f"table {name} at {path} holds only versions of runs that did not succeed "
         f"({', '.join(map(str, sorted(hidden)))}); rerun the job that writes it"

@@ -210,3 +210,12 @@ def test_sql_refuses_a_lake_path_that_holds_no_table(spark, tmp_path, monkeypatc
     monkeypatch.setattr(sql.subprocess, "run", lambda *a, **k: pytest.fail("spark-sql started"))
     assert sql.main(["--lake", str(tmp_path), "-e", "SELECT 1"]) == 2
     assert f"sql: no lake table under {tmp_path}" in capsys.readouterr().err
+
+
+def test_a_reader_of_a_table_that_was_never_written_is_told_so(spark, lake):
+    """expectations.run on a mistyped --lake said the table "holds only versions of runs that
+    did not succeed ()", sending the user to rerun a job instead of to the path."""
+    from lake.snapshots import visible
+
+    with pytest.raises(FileNotFoundError, match=r"table silver/patents does not exist at .*lake"):
+        visible(spark, lake, "silver/patents", {})
