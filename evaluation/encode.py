@@ -40,7 +40,10 @@ def read_table(path: str, columns: list[str]) -> pa.Table:
     """``columns`` of the input; a missing column, or a null id or text, is an error naming
     the column, the row and (for a null text) its id."""
     fmt = "json" if path.endswith((".jsonl", ".json")) else "parquet"
-    dataset = ds.dataset(path, format=fmt)
+    try:
+        dataset = ds.dataset(path, format=fmt)
+    except FileNotFoundError:  # pyarrow's message is the bare path
+        raise FileNotFoundError(f"input {path} does not exist") from None
     missing = [c for c in columns if c not in dataset.schema.names]
     if missing:
         raise ValueError(
@@ -119,6 +122,11 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("--retrieval needs --kind tac or --kind query")
         folder, args.id_column = MINING_INPUTS[args.kind]
         args.input, args.lang_column = f"{args.retrieval}/{folder}", "lang"
+        if "://" not in args.retrieval and not Path(args.input).exists():
+            parser.error(
+                f"--retrieval {args.retrieval} holds no {folder}/: run "
+                f"spark_jobs/prepare_retrieval.py --out {args.retrieval} first"
+            )
     if not args.input:
         parser.error("give --input (or --retrieval with --kind)")
     if bool(args.out) == bool(args.lake):

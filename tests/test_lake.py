@@ -176,6 +176,21 @@ def test_finish_keeps_the_exit_status_atexit_handlers_and_buffered_output(tmp_pa
             ["--model", "m", "--retrieval", "r", "--kind", "tac", "--encoder-name", "e' OR 1=1"],
             "argument --encoder-name: expected letters",
         ),
+        # a mistyped --retrieval failed after the imports with "encode: /r/candidates"
+        (
+            "evaluation.encode",
+            [
+                "--model",
+                "m",
+                "--retrieval",
+                "/nonexistent/r",
+                "--kind",
+                "tac",
+                "--encoder-name",
+                "e",
+            ],
+            "--retrieval /nonexistent/r holds no candidates/: run spark_jobs/prepare_retrieval.py",
+        ),
         # the Data Docs go to <lake>/reports/<run id>: '../../x' wrote them outside the lake
         (
             "expectations.run",
