@@ -111,6 +111,13 @@ SAFE_MASTER = r"^(local(\[([1-9][0-9]*|\*)(,[1-9][0-9]*)?\])?|[^" + SHELL_SPECIA
 SAFE_FLAGS = r"^[-\w\s.,=]*$"  # extra generator flags: several words, no shell syntax
 SAFE_MEMORY = r"^[1-9][0-9]*([kKmMgGtTpP][bB]?)?$"  # Spark's byte strings: 4g, 4096m, 2gb
 SAFE_HINT = " (no blanks or shell characters ' \" ` $ ; & | < > * ? ( ) [ ] { } % \\)"
+
+
+def word_param(default: str, description: str) -> Param:
+    """A path, URI or model param: one shell word, refused at trigger time otherwise."""
+    return Param(default, type="string", pattern=SAFE_WORD, description=description + SAFE_HINT)
+
+
 RECIPE_LABELS = (
     "set -euo pipefail; recipes='{{ params.recipes | join(' ') }}'; "
     "controls='{{ params.controls | join(' ') }}'; labels=$(echo $recipes $controls); "
@@ -197,24 +204,9 @@ def evaluate(models: str, names: str) -> str:
     doc_md=__doc__,
     default_args={"retries": 1, "retry_delay": timedelta(seconds=30), "cwd": REPO},
     params={
-        "lake": Param(
-            f"{REPO}/demo/lake",
-            type="string",
-            pattern=SAFE_WORD,
-            description="lake root (any Spark URI)" + SAFE_HINT,
-        ),
-        "work_dir": Param(
-            f"{REPO}/demo/work",
-            type="string",
-            pattern=SAFE_WORD,
-            description="shards, indexes, models" + SAFE_HINT,
-        ),
-        "input": Param(
-            "",
-            type="string",
-            pattern=SAFE_WORD,
-            description="export to ingest; empty: generate a sample" + SAFE_HINT,
-        ),
+        "lake": word_param(f"{REPO}/demo/lake", "lake root (any Spark URI)"),
+        "work_dir": word_param(f"{REPO}/demo/work", "shards, indexes, models"),
+        "input": word_param("", "export to ingest; empty: generate a sample"),
         "input_format": Param("google_patents", enum=["google_patents", "canonical"]),
         "sample_patents": Param(2000, type="integer", minimum=50),
         "profile": Param(
@@ -223,12 +215,10 @@ def evaluate(models: str, names: str) -> str:
             description="configs/<profile>.yaml: cpu-e5 (multilingual-e5-small), cpu-small "
             "(tiny random Qwen3, fast tests), paper (GPU; needs base_model)",
         ),
-        "base_model": Param(
+        "base_model": word_param(
             "",
-            type="string",
-            pattern=SAFE_WORD,
-            description="base / mining encoder path; empty: the profile's "
-            "(cpu-e5: builtin:me5-small, cpu-small: builtin:qwen3-tiny)" + SAFE_HINT,
+            "base / mining encoder path; empty: the profile's "
+            "(cpu-e5: builtin:me5-small, cpu-small: builtin:qwen3-tiny)",
         ),
         "sample_options": Param(
             "",
@@ -313,13 +303,10 @@ def evaluate(models: str, names: str) -> str:
             description="also build the claim graph, train PHAGE and its no-graph control, "
             "evaluate both against their base (README 'PHAGE')",
         ),
-        "phage_base_model": Param(
+        "phage_base_model": word_param(
             "",
-            type="string",
-            pattern=SAFE_WORD,
-            description="PHAGE's base: a BERT-style encoder (builtin:me5-small, builtin:minilm, a "
-            "path); empty: the profile's, which for cpu-small (a decoder) PHAGE refuses"
-            + SAFE_HINT,
+            "PHAGE's base: a BERT-style encoder (builtin:me5-small, builtin:minilm, a "
+            "path); empty: the profile's, which for cpu-small (a decoder) PHAGE refuses",
         ),
         "run_tag": Param(
             "",

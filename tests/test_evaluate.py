@@ -385,15 +385,25 @@ def test_a_model_trained_before_the_split_grew_is_refused(spark, tmp_path):
     ]
 
 
+def macro_hit(run: str, k: int, lang: str, value: float, view: str = "ALL") -> dict:
+    """One eval/metrics row: the IPC-section macro Hit@k of ``run`` (64 dims)."""
+    return {"run_id": run, "name": run, "task": "retrieval", "stratum": "ALL", "dim": 64} | {
+        "ipc_section": "MACRO",
+        "metric": "hit",
+        "k": k,
+        "lang": lang,
+        "view": view,
+        "value": value,
+    }
+
+
 def test_the_report_names_a_run_without_hit_at_100(tmp_path, monkeypatch):
     """A run evaluated with --cutoffs 10,20 failed the report with pandas' "None of
     [Index(['ALL'], ...)] are in the [columns]" (the DAG's last task, after the pipeline)."""
     import pandas as pd
 
     rows = [
-        {"run_id": run, "name": run, "task": "retrieval", "stratum": "ALL", "dim": 64}
-        | {"ipc_section": "MACRO", "metric": "hit", "k": k, "lang": lang, "view": view}
-        | {"value": 0.5}
+        macro_hit(run, k, lang, 0.5, view)
         for run, cutoffs in (("a", (10, 100)), ("b", (10, 20)))
         for k in cutoffs
         for lang in ("en", "ALL")
@@ -412,9 +422,7 @@ def test_the_report_shows_every_language_of_the_corpus():
     import pandas as pd
 
     rows = [
-        {"run_id": run, "name": run, "task": "retrieval", "stratum": "ALL", "dim": 64}
-        | {"ipc_section": "MACRO", "metric": "hit", "k": k, "lang": lang, "view": "ALL"}
-        | {"value": value}
+        macro_hit(run, k, lang, value)
         for run in ("a", "b")
         for k in (10, 20, 100)
         for lang, value in (("ko", 0.25), ("en", 0.5), ("de", 0.75), ("ALL", 0.5))
@@ -463,9 +471,7 @@ def test_table4_names_a_cutoff_one_run_was_not_evaluated_at():
     import pandas as pd
 
     rows = [
-        {"run_id": run, "name": run, "task": "retrieval", "stratum": "ALL", "dim": 64}
-        | {"ipc_section": "MACRO", "metric": "hit", "k": k, "lang": lang, "view": "ALL"}
-        | {"value": value}
+        macro_hit(run, k, lang, value)
         for run, cutoffs in (("a", (10, 20, 100)), ("b", (10, 100)))
         for k in cutoffs
         for lang, value in (("en", 0.5), ("ALL", 0.5))
