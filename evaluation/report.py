@@ -190,25 +190,33 @@ def probe_table(metrics: pd.DataFrame, runs: list[str]) -> pd.DataFrame:
     return wide.rename(columns={"name": "Model", "dim": "Dim", "label": "Labels"})
 
 
+_SIDES = ("landscape=IN", "landscape=OUT")
+
+
 def landscape_table(metrics: pd.DataFrame, runs: list[str], dim: int) -> pd.DataFrame:
-    """Run: Hit@100 of queries IN and OUT of the landscape (view ALL) and the gap in %."""
+    """Run: Hit@100 of queries IN and OUT of the landscape (view ALL) and the gap in %. A run
+    evaluated with a landscape that holds none of its queries (or all of them) keeps its row,
+    the empty side shown as –, 0 queries."""
     rows = _run_rows(metrics, runs, dim, task="retrieval", view="ALL", metric="hit")
-    rows = rows[(rows.k == 100) & rows.stratum.isin(["landscape=IN", "landscape=OUT"])]
+    rows = rows[(rows.k == 100) & rows.stratum.isin(list(_SIDES))]
     out = []
     for run in runs:
         mine = rows[rows.run_id == run].set_index("stratum")
-        if len(mine) < 2:
+        if mine.empty:  # evaluated without --landscape
             continue
-        inside, outside = mine.value["landscape=IN"], mine.value["landscape=OUT"]
-        gap = landscape_gap(inside, outside)
+        held = [s in mine.index for s in _SIDES]
+        inside, outside = (
+            float(mine.value[s]) if s in mine.index else float("nan") for s in _SIDES
+        )
+        gap = landscape_gap(inside, outside) if all(held) else None
         out.append(
             {
                 "Model": mine.name.iloc[0],
                 "IN": inside,
                 "OUT": outside,
                 "gap (%)": "n/a" if gap is None else f"{gap:.1f}",
-                "IN queries": int(mine.n_queries["landscape=IN"]),
-                "OUT queries": int(mine.n_queries["landscape=OUT"]),
+                "IN queries": int(mine.n_queries[_SIDES[0]]) if held[0] else 0,
+                "OUT queries": int(mine.n_queries[_SIDES[1]]) if held[1] else 0,
             }
         )
     return pd.DataFrame(out)

@@ -465,6 +465,30 @@ def test_report_flags_that_name_no_comparable_runs_are_refused_before_spark(
     assert report.parse_compare(" a , b", ["a", "b"]) == ("a", "b")
 
 
+def test_a_landscape_that_holds_no_query_keeps_its_row_in_the_landscape_table():
+    """A run evaluated with --landscape D,G on a corpus with no D or G query had only
+    landscape=OUT rows, and the report left the IN vs OUT section out without a word."""
+    import pandas as pd
+
+    def row(run, stratum, value, n):
+        return macro_hit(run, 100, "ALL", value) | {"stratum": stratum, "n_queries": n}
+
+    metrics = pd.DataFrame(
+        [
+            row("a", "landscape=OUT", 0.75, 108),
+            row("b", "landscape=IN", 0.5, 10),
+            row("b", "landscape=OUT", 0.25, 98),
+            row("c", "ALL", 0.5, 108),  # evaluated without a landscape: no row
+        ]
+    )
+    table = report.landscape_table(metrics, ["a", "b", "c"], 64)
+    assert list(table.Model) == ["a", "b"]
+    assert report._fmt(table).splitlines()[2:] == [
+        "| a | – | 75.00 | n/a | 0 | 108 |",
+        "| b | 50.00 | 25.00 | 50.0 | 10 | 98 |",
+    ]
+
+
 def test_table4_names_a_cutoff_one_run_was_not_evaluated_at():
     """Run b evaluated with --cutoffs 10,100 (no 20) made Table 4 fail with an IndexError, and
     its heading promised Hit@20 whatever the runs held."""
