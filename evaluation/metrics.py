@@ -203,7 +203,8 @@ def read_run(path: str) -> dict[str, list[tuple[str, float]]]:
 
 
 def read_qrels(path: str) -> dict[str, set[str]]:
-    """TREC qrels: qid -> the documents with relevance > 0."""
+    """TREC qrels: qid -> the documents with relevance > 0 (empty for a query judged only
+    non-relevant: it has nothing to find and is not scored)."""
     qrels: dict[str, set[str]] = defaultdict(set)
     with open(path, encoding="utf-8") as f:
         for lineno, line in enumerate(f, 1):
@@ -212,8 +213,9 @@ def read_qrels(path: str) -> dict[str, set[str]]:
                 continue
             if len(parts) != 4:
                 raise ValueError(f"{path}:{lineno}: expected 'qid 0 docid relevance', got {line!r}")
+            relevant = qrels[parts[0]]
             if _number(path, lineno, "relevance", parts[3]) > 0:
-                qrels[parts[0]].add(parts[2])
+                relevant.add(parts[2])
     return dict(qrels)
 
 
@@ -271,6 +273,13 @@ def main(argv: list[str] | None = None) -> int:
     if not args.complete:
         qrels = {qid: rel for qid, rel in qrels.items() if qid in run}
     per_query = score_queries(run, qrels, cutoffs)
+    nothing_to_find = sorted(qid for qid, rel in qrels.items() if not rel)
+    if nothing_to_find:
+        print(
+            f"metrics: {len(nothing_to_find)} queries of --qrels have no relevant document "
+            f"(relevance > 0) and are not scored, e.g. {nothing_to_find[:3]}",
+            file=sys.stderr,
+        )
     names = sorted({m for v in per_query.values() for m in v})
     result: dict = {
         "n_queries": len(per_query),

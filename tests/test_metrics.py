@@ -133,3 +133,16 @@ def test_metrics_flags_and_query_meta_are_checked(tmp_path, capsys):
     assert metrics.main([*files, "--k", "1,2"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["mean"]["hit@1"] == 0.0 and result["mean"]["hit@2"] == 1.0
+
+
+def test_a_query_judged_only_non_relevant_is_named_not_silently_skipped(tmp_path, capsys):
+    (tmp_path / "run.trec").write_text("q1 Q0 d1 1 0.9 t\nq2 Q0 d3 1 0.9 t\n")
+    (tmp_path / "qrels.txt").write_text("q1 0 d1 1\nq2 0 d3 0\n")
+    files = ["--run", str(tmp_path / "run.trec"), "--qrels", str(tmp_path / "qrels.txt")]
+    assert metrics.main(files) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["n_queries"] == 1
+    assert (
+        "1 queries of --qrels have no relevant document (relevance > 0) and are not scored, e.g. ['q2']"
+        in err
+    )
