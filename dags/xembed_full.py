@@ -201,6 +201,9 @@ def evaluate(models: str, names: str) -> str:
     dag_id="xembed_full",
     schedule=None,
     catchup=False,
+    # runs queue: two at once on one work_dir share its Spark Connect server (the first run's
+    # spark_stop ends it under the second), its shards and its model folders
+    max_active_runs=1,
     doc_md=__doc__,
     default_args={"retries": 1, "retry_delay": timedelta(seconds=30), "cwd": REPO},
     params={

@@ -132,6 +132,9 @@ def test_dag_wires_the_stages_in_order(dag):
         dag.params["recipes"] == [] and dag.params["controls"] == []
     )  # the paper's DAG by default
     assert dag.params["phage"] is False and dag.params["phage_base_model"] == ""
+    # a second run on the same work_dir reused the first's Spark Connect server, which the
+    # first run's spark_stop then ended under it: runs queue
+    assert dag.max_active_runs == 1
 
 
 def test_a_retried_training_goes_on_from_its_checkpoints(dag):
