@@ -255,7 +255,13 @@ def evaluate(models: str, names: str) -> str:
             minimum=10,
             description="candidates per query view (paper: 2000)",
         ),
-        "validation_size": Param(defaults.VALIDATION_SIZE, type="integer", minimum=1),
+        "validation_size": Param(
+            defaults.VALIDATION_SIZE,
+            type="integer",
+            minimum=1,
+            description="Stage II validation examples, whole query families (paper: 2000); a "
+            "small corpus needs fewer: build_triplets fails if nothing is left to train on",
+        ),
         "train_steps": Param(
             0, type="integer", minimum=0, description="optimizer steps per training; 0: one epoch"
         ),

@@ -14,7 +14,14 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from lake import JobRun, add_landscape_argument, build_session, job_arguments, positive_int
+from lake import (
+    EmptyTableError,
+    JobRun,
+    add_landscape_argument,
+    build_session,
+    job_arguments,
+    positive_int,
+)
 from lake.cli import run_job
 from schemas import defaults
 from spark_jobs.lib import retrieval as retrieval_inputs
@@ -89,7 +96,24 @@ def run(
             complete, validation_size, seed
         )
 
-        write_audited(job, training, "gold/stage2_examples", **_AUDIT)
+        try:
+            write_audited(job, training, "gold/stage2_examples", **_AUDIT)
+        except EmptyTableError:
+            if validation.isEmpty():
+                raise
+            taken, total = validation.count(), complete.count()
+            raise ValueError(
+                f"--validation-size {validation_size} leaves nothing to train on: the "
+                "validation split (whole query families) took "
+                + (
+                    f"all {total:,} complete examples"
+                    if taken == total
+                    else f"{taken:,} of the {total:,} complete examples and the other "
+                    f"{total - taken:,} share a family with them"
+                )
+                + "; pass a smaller --validation-size (the paper's 2,000 is for corpora of "
+                "hundreds of thousands of examples)"
+            ) from None
         write_audited(job, validation, "gold/stage2_validation", **_AUDIT)
 
         all_views = compact.select(*triplet_rules._QV)

@@ -168,6 +168,23 @@ def test_dropped_views_are_recorded_with_reasons(stage2):
         assert built[f"dropped_{reason}"] == n
 
 
+def test_a_validation_size_that_leaves_nothing_to_train_on_says_so(spark, stage2, tmp_path):
+    """--validation-size larger than the examples took them all for validation, and the job
+    failed with "gold/stage2_examples would be empty ... pass --allow-empty" (no word of the
+    flag that caused it)."""
+    from spark_jobs import build_triplets
+
+    lake = private_copy(stage2[0], tmp_path)
+    before = DeltaTable(f"{lake}/gold/stage2_examples").version()
+    with pytest.raises(
+        ValueError,
+        match=r"--validation-size 100000 leaves nothing to train on: "
+        r"the validation split \(whole query families\) took all [\d,]+ complete",
+    ):
+        build_triplets.run(spark, lake, seed=13, validation_size=100_000)
+    assert DeltaTable(f"{lake}/gold/stage2_examples").version() == before
+
+
 def test_mining_refuses_inputs_that_would_mine_less_than_asked(spark, stage2, tmp_path):
     """Each broken copy of the retrieval folder used to mine without an error: views without an
     embedding were skipped by the join, a missing BM25 index gave dense candidates only, and
