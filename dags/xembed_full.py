@@ -98,6 +98,21 @@ def unknown_conf_keys(conf: dict, params) -> str | None:
     return f"unknown conf key(s) {', '.join(hints)}; the params are {', '.join(sorted(params))}"
 
 
+def sample_too_small(conf: dict, params) -> str | None:
+    """The error for a run that generates its sample (no ``input``) with ``mine_k`` at or above
+    ``sample_patents``: mining asks for more candidates per query view than the sample has
+    patents, so mine_candidates would fail after ingest, curate, split and the indexes."""
+    value = {name: conf.get(name, params[name]) for name in ("input", "mine_k", "sample_patents")}
+    if value["input"] or value["mine_k"] < value["sample_patents"]:
+        return None
+    return (
+        f"mine_k {value['mine_k']} is not below sample_patents {value['sample_patents']}: "
+        "with no input the run generates that many publications, and mining would ask each "
+        "query view for more candidates than the corpus holds; pass a smaller mine_k (make "
+        "demo: 100) or more sample_patents"
+    )
+
+
 # integers >= 1, 100 among them: the report's tables and the significance tests are Hit@100
 # (the paper's), so a list without it would fail the last tasks, after the whole pipeline
 CUTOFFS_PATTERN = r"^(?=(.*,)?\s*100\s*(,|$))\s*[1-9][0-9]*(\s*,\s*[1-9][0-9]*)*\s*$"
@@ -332,7 +347,8 @@ def xembed_full():
         from airflow.sdk.exceptions import AirflowFailException
 
         context = get_current_context()
-        error = unknown_conf_keys(context["dag_run"].conf or {}, context["dag"].params)
+        conf, params = context["dag_run"].conf or {}, context["dag"].params
+        error = unknown_conf_keys(conf, params) or sample_too_small(conf, params)
         if error:  # the first task, so nothing has run; a retry would not help
             raise AirflowFailException(error)
         return (

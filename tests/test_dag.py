@@ -40,6 +40,16 @@ def airflow(home: Path, *args: str, timeout: int = 3600) -> subprocess.Completed
     )
 
 
+def dag_module():
+    """dags/xembed_full.py as a module (the DAGs folder is not a package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("xembed_full", DAGS / "xembed_full.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 @pytest.fixture(scope="module")
 def dag():
     from airflow.dag_processing.dagbag import DagBag
@@ -164,7 +174,12 @@ def test_a_retried_training_goes_on_from_its_checkpoints(dag):
 def test_the_evaluation_list_params_are_checked_when_a_run_is_triggered(dag):
     """A typo in cutoffs, query_types or eval_tasks was found by the evaluation, after the
     whole pipeline had run; the params' patterns refuse it at trigger time."""
+    import copy
+
     from airflow.sdk.definitions.param import ParamValidationError
+
+    def fresh(name):  # resolve() keeps what it passes: leave the module's DAG as it was
+        return copy.deepcopy(dag.params.get_param(name))
 
     good = {
         "cutoffs": "10, 100",
@@ -179,25 +194,26 @@ def test_the_evaluation_list_params_are_checked_when_a_run_is_triggered(dag):
         "run_tag": "../v2",  # run ids are folders under <lake>/runs and SQL values
     }
     for name, value in good.items():
-        assert dag.params.get_param(name).resolve(value) == value
+        assert fresh(name).resolve(value) == value
         if name != "run_tag":  # its default, empty, means the logical date
-            assert dag.params.get_param(name).resolve(dag.params[name])  # the default passes
+            assert fresh(name).resolve(dag.params[name])  # the default passes
         with pytest.raises(ParamValidationError, match="does not match"):
-            dag.params.get_param(name).resolve(bad[name])
+            fresh(name).resolve(bad[name])
     # the report's tables and the significance tests read Hit@100: a list without 100 failed
     # the report, the last task, with pandas' "None of [Index(['ALL'] ...] are in the [columns]"
     for cutoffs in ("10, 20,100", "100", " 100 ,10", "10,20,50,100,200,500"):
-        assert dag.params.get_param("cutoffs").resolve(cutoffs) == cutoffs
+        assert fresh("cutoffs").resolve(cutoffs) == cutoffs
     for cutoffs in ("10,20,50", "1000", "10,1001", "100,x"):
         with pytest.raises(ParamValidationError, match="does not match"):
-            dag.params.get_param("cutoffs").resolve(cutoffs)
-    assert dag.params.get_param("query_types").resolve("abs,TAC") == "abs,TAC"
+            fresh("cutoffs").resolve(cutoffs)
+    assert fresh("query_types").resolve("abs,TAC") == "abs,TAC"
 
 
 def test_paths_and_spark_settings_the_shell_would_split_or_run_are_refused(dag):
     """The string params reach bash unquoted: a lake path with a blank failed every job on
     "unrecognized arguments", and '; cmd' or '$(cmd)' in a path ran as shell. They are refused
     at trigger time; what real paths, URIs, masters and memory sizes hold still passes."""
+    import copy
     import shlex
     from types import SimpleNamespace
 
@@ -219,14 +235,15 @@ def test_paths_and_spark_settings_the_shell_would_split_or_run_are_refused(dag):
     }
     bad = ["/tmp/a b/lake", "/tmp/x;touch /tmp/y", "$(id)", "`id`", "a|b", "a>b", "x'y", "%s"]
     for name, values in good.items():
+        param = copy.deepcopy(dag.params.get_param(name))  # resolve() keeps what it passes
         for value in values:
-            assert dag.params.get_param(name).resolve(value) == value, (name, value)
+            assert param.resolve(value) == value, (name, value)
         refused = bad + {"spark_master": ["local[2];id"], "driver_memory": ["4 g", "-1g"]}.get(
             name, []
         )
         for value in refused:
             with pytest.raises(ParamValidationError, match="does not match"):
-                dag.params.get_param(name).resolve(value)
+                param.resolve(value)
     # what passes stays one word where the shell reads it: the master, whose [ ] and * are
     # glob characters, is quoted in the commands that take it
     env = dag.get_template_env()
@@ -240,6 +257,18 @@ def test_paths_and_spark_settings_the_shell_would_split_or_run_are_refused(dag):
     words = shlex.split(command)
     assert words[words.index("--master") + 1] == "local[*]"
     assert words[words.index("--lake") + 1] == "hdfs://nn:8020/x/lake"
+
+
+def test_a_generated_sample_smaller_than_mine_k_fails_the_first_task(dag):
+    """With no input the run generates sample_patents publications; mine_k at or above that
+    failed mine_candidates after ingest, curate, split and the indexes (the DAG's defaults,
+    2,000 and 2,000, did). spark_start now refuses such a conf, naming both params."""
+    sample_too_small = dag_module().sample_too_small
+    error = sample_too_small({}, dag.params)
+    assert error.startswith("mine_k 2000 is not below sample_patents 2000")
+    assert sample_too_small({"sample_patents": 300, "mine_k": 300}, dag.params)
+    assert sample_too_small({"mine_k": 100}, dag.params) is None  # make demo's
+    assert sample_too_small({"input": "/data/export"}, dag.params) is None  # a real corpus
 
 
 @pytest.mark.integration
@@ -414,13 +443,9 @@ def test_a_planted_dq_violation_fails_the_gate_and_stops_downstream(tmp_path):
 
 
 def test_each_profile_resolves_its_base_model_and_significance_its_depth():
-    import importlib.util
-
     from jinja2 import Template
 
-    spec = importlib.util.spec_from_file_location("xembed_full", DAGS / "xembed_full.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = dag_module()
     BASE, PROFILE_MODELS = module.BASE, module.PROFILE_MODELS
 
     def render(**params):
