@@ -322,3 +322,21 @@ def test_manifest_records_the_difficulty(spark, tmp_path):
     written = json.loads((tmp_path / "sample" / "_manifest.json").read_text())
     assert written["difficulty"] == manifest["difficulty"]
     assert manifest["clean_records"] == 60
+
+
+@pytest.mark.spark
+def test_a_rerun_replaces_its_sample_and_a_folder_of_other_files_is_refused(spark, tmp_path):
+    """Spark's overwrite deletes the folder first: `--out ~/data` deleted whatever was there
+    (a real export, say). The generator now refuses a folder holding anything but a sample."""
+    from spark_jobs.lib.sample.generate import generate
+
+    out = tmp_path / "sample"
+    first = generate(spark, str(out), n_patents=60, seed=3, bad_share=0.0)
+    again = generate(spark, str(out), n_patents=60, seed=3, bad_share=0.0)  # its own: replaced
+    assert again["clean_records"] == first["clean_records"] == 60
+    (out / "export.jsonl.gz").write_bytes(b"not ours")
+    with pytest.raises(ValueError, match=r"holds 1 entries that are not a generated sample"):
+        generate(spark, str(out), n_patents=60, seed=3, bad_share=0.0)
+    assert (out / "export.jsonl.gz").read_bytes() == b"not ours" and (
+        out / "_manifest.json"
+    ).exists()

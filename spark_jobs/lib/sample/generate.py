@@ -37,6 +37,29 @@ def _each_family(rows_of, plan, bad_share: float, name: str):
     return emit
 
 
+def _sample_file(name: str) -> bool:
+    """Whether ``name`` is something a generator run writes into its folder (or its checksum,
+    or a killed run's part file before the rename)."""
+    name = name.removeprefix(".").removesuffix(".crc")
+    return (
+        name in ("_SUCCESS", "_manifest.json")
+        or (name.startswith("publications-") and name.endswith(".jsonl.gz"))
+        or name.startswith("part-")
+    )
+
+
+def refuse_foreign_folder(spark: SparkSession, out: str) -> None:
+    """The write replaces ``out`` whole (Spark's overwrite deletes the folder first): refuse a
+    folder that holds anything but an earlier generated sample, e.g. a real export."""
+    foreign = [n for n in fs.list_names(spark, out) if not _sample_file(n)]
+    if foreign:
+        raise ValueError(
+            f"--out {out} holds {len(foreign)} entries that are not a generated sample (e.g. "
+            f"{', '.join(foreign[:3])}), and generating replaces the folder whole: give a new "
+            "or empty folder"
+        )
+
+
 def generate(
     spark: SparkSession,
     out: str,
@@ -51,6 +74,7 @@ def generate(
     ``difficulty`` (default: ``sample_plan.Difficulty()``, the original corpus) sets the knobs that make
     X retrieval harder; the manifest records it.
     """
+    refuse_foreign_folder(spark, out)
     plan = sample_plan.build_plan(seed, n_patents, difficulty)
     n_parts = partitions or max(2, min(256, n_patents // 20_000 + 1))
     # DataFrame code only (no SparkContext), so the job also runs as a Spark Connect client;
