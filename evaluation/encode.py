@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 from pyspark.sql import functions as F
 from torch.nn import functional
 
-from lake import build_session, label, positive_int, table_path, write_table
+from lake import build_session, fs, label, positive_int, table_path, write_table
 from lake.cli import finish, run_job
 from lake.tables import sql_string
 from retrieval.search import manifest_digest, record_encoded
@@ -122,7 +122,8 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("--retrieval needs --kind tac or --kind query")
         folder, args.id_column = MINING_INPUTS[args.kind]
         args.input, args.lang_column = f"{args.retrieval}/{folder}", "lang"
-        if "://" not in args.retrieval and not Path(args.input).exists():
+        local = fs.local_path(args.input)
+        if local is not None and not local.exists():
             parser.error(
                 f"--retrieval {args.retrieval} holds no {folder}/: run "
                 f"spark_jobs/prepare_retrieval.py --out {args.retrieval} first"

@@ -206,7 +206,7 @@ def landscape_table(metrics: pd.DataFrame, runs: list[str], dim: int) -> pd.Data
             continue
         held = [s in mine.index for s in _SIDES]
         inside, outside = (
-            float(mine.value[s]) if s in mine.index else float("nan") for s in _SIDES
+            float(mine.value[s]) if h else float("nan") for s, h in zip(_SIDES, held, strict=True)
         )
         gap = landscape_gap(inside, outside) if all(held) else None
         out.append(

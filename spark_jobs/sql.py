@@ -20,7 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from lake import build_session
+from lake import build_session, fs
 from lake.snapshots import succeeded_runs, visible
 from lake.tables import table_exists, table_path
 from schemas import TABLES
@@ -75,7 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-e", dest="query", default=None, help="run one query and exit")
     parser.add_argument("-f", dest="file", default=None, help="run a SQL file and exit")
     args = parser.parse_args(argv)
-    if "://" not in args.lake and not Path(args.lake).is_dir():
+    local = fs.local_path(args.lake)
+    if local is not None and not local.is_dir():
         print(
             f"sql: no lake at {args.lake} (no such folder; --lake names the lake root)",
             file=sys.stderr,

@@ -171,14 +171,14 @@ def phage_rows(
 
 def check_nothing_lost(
     source: DataFrame, rows: DataFrame, written: int, keys: list[str], table: str
-) -> int:
+) -> None:
     """Raise unless the shards hold exactly one row per ``source`` row (the rows a dataset must
-    export, keyed by ``keys``); returns that count. A row whose texts did not join (a view
+    export, keyed by ``keys``). A row whose texts did not join (a view
     missing from silver/views, a negative without its TAC) would otherwise vanish from the
     training data unseen; the error names some of them and the manifest is never written."""
     expected = source.count()
     if written == expected:
-        return expected
+        return
     lost = source.select(*keys).join(rows.select(*keys), keys, "left_anti").limit(5).collect()
     named = "; ".join(", ".join(f"{k}={r[k]}" for k in keys) for r in lost)
     causes = [f"rows did not join their texts (silver/views), e.g. {named}"] if lost else []
