@@ -150,7 +150,7 @@ def strata_table(metrics: pd.DataFrame, runs: list[str], dim: int, key: str) -> 
         first = group.iloc[0]
         line = {key: cell.split("=", 1)[1], "query views": int(first.n_queries)}
         for r in group.itertuples():
-            line[r.name] = f"{100 * r.value:.2f}" + ("*" if r.small_cell else "")
+            line[r.name] = _percent(r.value) + ("*" if r.small_cell else "")
         out.append(line)
     return pd.DataFrame(out)
 
@@ -300,7 +300,7 @@ def recipe_table(
         strata = rows[(rows.task == "retrieval") & (rows.view == "ALL")]
         line = {"Model": rows.name.iloc[0]}
         for label, metric, k in (("nDCG@10", "ndcg", 10), ("Hit@100", "hit", 100)):
-            line[label] = f"{100 * _value(overall, metric=metric, k=k):.2f}"
+            line[label] = _percent(_value(overall, metric=metric, k=k))
             p = (
                 significance[
                     (significance.run_a == base)
@@ -321,10 +321,10 @@ def recipe_table(
         ):
             for level in ("section", "subclass"):
                 value = _value(rows[rows.task == task], metric=metric, stratum=f"label={level}")
-                line[f"{short} {level}"] = f"{100 * value:.2f}"
+                line[f"{short} {level}"] = _percent(value)
         for cell in ("IN", "OUT"):
             value = _value(strata, metric="ndcg", k=10, stratum=f"landscape={cell}")
-            line[f"nDCG@10 {cell}"] = f"{100 * value:.2f}"
+            line[f"nDCG@10 {cell}"] = _percent(value)
         out.append(line)
     return pd.DataFrame(out)
 
@@ -389,12 +389,17 @@ def macro(
     )
 
 
+def _percent(value: float) -> str:
+    """A fraction as a percent cell; a value not measured (NaN) as "–", never "nan"."""
+    return "–" if pd.isna(value) else f"{100 * value:.2f}"
+
+
 def _fmt(frame: pd.DataFrame, percent: bool = True) -> str:
     shown = frame.copy()
     for c in shown.columns:
         if shown[c].dtype.kind == "f":
             shown[c] = shown[c].map(
-                lambda v: "–" if pd.isna(v) else f"{100 * v:.2f}" if percent else f"{v:.4f}"
+                lambda v: _percent(v) if percent else "–" if pd.isna(v) else f"{v:.4f}"
             )
     header = "| " + " | ".join(map(str, shown.columns)) + " |"
     rule = "|" + "---|" * len(shown.columns)
@@ -616,7 +621,7 @@ def summary_table(metrics, significance, runs: list[str], dim: int, a: str, b: s
     wide = table2(macro(metrics, runs, dim, "hit", 100))
     shown = wide.copy()
     for c in shown.columns[1:]:
-        shown[c] = shown[c].map(lambda v: f"{100 * v:.2f}")
+        shown[c] = shown[c].map(_percent)
     if not significance.empty:
         sig = significance[
             (significance.run_a == a)

@@ -329,4 +329,4 @@ def test_the_recipe_table_reads_each_task_and_the_p_value_against_the_base():
     assert r3["p nDCG@10 vs base"] == "0.0123" and r3["p Hit@100 vs base"] == ""
     assert r3["nDCG@10 IN"] == "50.00" and r3["nDCG@10 OUT"] == "30.00"
     assert r3["F1 section"] == "60.00" and r3["V subclass"] == "20.00"
-    assert r3["F1 subclass"] == "nan"  # not measured: shown as such, not invented
+    assert r3["F1 subclass"] == "–"  # not measured: shown as such (as in every table), not invented
