@@ -22,7 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 from evaluation.tasks import landscape_gap
-from lake import add_lake_arguments, build_session, read_pandas
+from lake import add_lake_arguments, build_session, fs, read_pandas
 from lake.cli import run_job
 from schemas import defaults
 
@@ -525,6 +525,11 @@ def build(
     phage_base: str | None = None,
 ) -> Path:
     every, per_query = load(lake, "eval/metrics"), load(lake, "eval/per_query")
+    if every.empty:
+        raise ValueError(
+            f"{lake} holds no evaluation (eval/metrics has no rows): run evaluation.evaluate "
+            "on this lake first, or name the lake the evaluations wrote"
+        )
     metrics = paper_rows(every)
     missing = [r for r in runs if r not in set(metrics.get("run_id", []))]
     if missing:
@@ -736,6 +741,9 @@ def main(argv: list[str] | None = None) -> int:
     phage = [r for r in args.phage.split(",") if r]
     if phage and not (args.phage_base or args.base):
         parser.error("--phage needs --phage-base or --base (the base model's run id)")
+    local = fs.local_path(args.lake)
+    if local is not None and not local.is_dir():
+        parser.error(f"no lake at {args.lake} (no such folder; --lake names the lake root)")
     build_session("xembed-report", args.master)  # the session every read below shares
     path = build(
         args.lake,

@@ -465,6 +465,16 @@ def test_report_flags_that_name_no_comparable_runs_are_refused_before_spark(
     assert report.parse_compare(" a , b", ["a", "b"]) == ("a", "b")
 
 
+def test_report_on_a_lake_with_no_evaluation_says_so(spark, tmp_path, capsys):
+    """A mistyped --lake said "eval/metrics has no rows for run(s) [...]", as if the runs were
+    misnamed; a folder that does not exist is now refused before Spark starts."""
+    with pytest.raises(SystemExit) as exit_:
+        report.main(["--lake", str(tmp_path / "nope"), "--out", str(tmp_path), "--runs", "a"])
+    assert exit_.value.code == 2 and "no lake at" in capsys.readouterr().err
+    with pytest.raises(ValueError, match=r"holds no evaluation \(eval/metrics has no rows\)"):
+        report.build(str(tmp_path), ["a"], tmp_path / "out")
+
+
 def test_a_landscape_that_holds_no_query_keeps_its_row_in_the_landscape_table():
     """A run evaluated with --landscape D,G on a corpus with no D or G query had only
     landscape=OUT rows, and the report left the IN vs OUT section out without a word."""
