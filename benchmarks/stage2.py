@@ -150,11 +150,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--compare-queries", type=int, default=2000, help="0: skip the mine_hard_negatives run"
     )
+    parser.add_argument(
+        "--validation-size",
+        type=int,
+        default=None,
+        help="build_triplets' validation examples (default: the paper's 2,000, or a tenth of "
+        "--patents on a smaller corpus, where 2,000 would leave nothing to train on)",
+    )
     parser.add_argument("--max-length", type=int, default=256, help="encoder max tokens")
     parser.add_argument("--work", default=str(Path(__file__).resolve().parent / "work" / "stage2"))
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
+    if args.validation_size is None:
+        args.validation_size = min(2000, max(1, args.patents // 10))
 
     from lake import build_session
     from spark_jobs import build_triplets, mine_candidates
@@ -179,7 +188,9 @@ def main(argv: list[str] | None = None) -> int:
         built = {}
         if args.triplets_k is None or k in args.triplets_k:
             with timed("build_triplets", seconds):
-                built = build_triplets.run(spark, lake, seed=13, validation_size=2000)
+                built = build_triplets.run(
+                    spark, lake, seed=13, validation_size=args.validation_size
+                )
         by_k[str(k)] = {
             "seconds": seconds,
             "candidate_rows": mined["candidate_rows"],
