@@ -237,3 +237,17 @@ def test_a_family_too_frequent_for_the_buffer_never_shortens_a_batch():
     ]
     # 8 placed, 11 dropped when the buffer was full, 9 left at the end (A x 7, H, I)
     assert counts == {"dropped_family_overflow": 11, "dropped_at_end": 9}
+
+
+def test_a_model_path_that_holds_no_model_is_named(tmp_path):
+    """An empty or wrong folder failed inside transformers with "Couldn't instantiate the
+    backend tokenizer from one of: ...", naming neither the path nor what it lacks."""
+    with pytest.raises(FileNotFoundError, match=r"does not exist"):
+        resolve(str(tmp_path / "missing"))
+    (tmp_path / "tokenizer.json").write_text("{}")
+    with pytest.raises(FileNotFoundError, match=r"holds no model \(no config.json\)"):
+        resolve(str(tmp_path))
+    with pytest.raises(ValueError, match="unknown builtin model"):
+        resolve("builtin:nope")
+    (tmp_path / "config.json").write_text("{}")
+    assert resolve(str(tmp_path)) == str(tmp_path)

@@ -118,6 +118,12 @@ def resolve(name: str) -> str:
             f"model path {name!r} does not exist (no model hub at run time: pass a local path, "
             f"e.g. your Qwen3-Embedding-0.6B download, or one of {KNOWN})"
         )
+    if not (Path(name) / "config.json").is_file():
+        # transformers only said "Couldn't instantiate the backend tokenizer from one of: ..."
+        raise FileNotFoundError(
+            f"model path {name!r} holds no model (no config.json): pass a Hugging Face model "
+            "folder or the output_dir a training exported its model to"
+        )
     return name
 
 
