@@ -113,6 +113,35 @@ def sample_too_small(conf: dict, params) -> str | None:
     )
 
 
+def model_problem(conf: dict, params) -> str | None:
+    """The error for a base model the trainings could not load, else None: the paper profile
+    without ``base_model``, an unknown ``builtin:`` name, or a local path that does not hold a
+    model (no ``config.json``). Found by train_stage1 (train_phage) only after ingest, curate,
+    split, the indexes and the exports; the tasks share one filesystem (``work_dir``)."""
+    from pathlib import Path
+
+    value = {name: conf.get(name, params[name]) for name in ("profile", "base_model")}
+    if value["profile"] == "paper" and not value["base_model"]:
+        return (
+            "profile paper needs base_model: the local path of your Qwen3-Embedding-0.6B "
+            "download (there is no model hub at run time)"
+        )
+    builtins = {f"builtin:{name}" for name in defaults.BUILTIN_MODELS}
+    for name in ("base_model", "phage_base_model"):
+        model = conf.get(name, params[name])
+        if not model or model in builtins:
+            continue
+        if model.startswith("builtin:"):
+            return f"{name} {model!r} is no builtin model; known: {', '.join(sorted(builtins))}"
+        if not (Path(model) / "config.json").is_file():
+            what = "does not exist" if not Path(model).exists() else "holds no config.json"
+            return (
+                f"{name} {model!r} {what}: pass a Hugging Face model folder (e.g. your "
+                "Qwen3-Embedding-0.6B download) or a builtin model"
+            )
+    return None
+
+
 # integers >= 1, 100 among them: the report's tables and the significance tests are Hit@100
 # (the paper's), so a list without it would fail the last tasks, after the whole pipeline
 CUTOFFS_PATTERN = r"^(?=(.*,)?\s*100\s*(,|$))\s*[1-9][0-9]*(\s*,\s*[1-9][0-9]*)*\s*$"
@@ -348,7 +377,11 @@ def xembed_full():
 
         context = get_current_context()
         conf, params = context["dag_run"].conf or {}, context["dag"].params
-        error = unknown_conf_keys(conf, params) or sample_too_small(conf, params)
+        error = (
+            unknown_conf_keys(conf, params)
+            or sample_too_small(conf, params)
+            or model_problem(conf, params)
+        )
         if error:  # the first task, so nothing has run; a retry would not help
             raise AirflowFailException(error)
         return (

@@ -46,6 +46,10 @@ METRIC_CUTOFFS = (10, 20, 50, 100, 200, 500)
 # Matryoshka dimensions evaluated by default ("full" = the model's own dimension).
 EVAL_DIMS = "64,full"
 
+# The models at hand offline (trainer.models: built by `make setup`, or a wheel's), named
+# ``builtin:<name>``.
+BUILTIN_MODELS = ("me5-small", "minilm", "qwen3-tiny")
+
 # silver/claim_graph: edge types, and when two claims share technical content (the Jaccard
 # overlap of their term sets, with at least this many shared terms).
 CLAIM_RELATIONS = ("legal", "technical")

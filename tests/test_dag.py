@@ -271,6 +271,31 @@ def test_a_generated_sample_smaller_than_mine_k_fails_the_first_task(dag):
     assert sample_too_small({"input": "/data/export"}, dag.params) is None  # a real corpus
 
 
+def test_a_base_model_the_trainings_could_not_load_fails_the_first_task(dag, tmp_path):
+    """The paper profile without base_model, or a base_model folder that holds no model,
+    failed train_stage1 only after the data tasks (hours on a real corpus)."""
+    from trainer.models import BUILTINS
+
+    model_problem = dag_module().model_problem
+    assert model_problem({}, dag.params) is None  # cpu-e5's builtin
+    assert model_problem({"profile": "paper"}, dag.params).startswith(
+        "profile paper needs base_model"
+    )
+    empty = tmp_path / "qwen3"
+    empty.mkdir()
+    assert "holds no config.json" in model_problem(
+        {"profile": "paper", "base_model": str(empty)}, dag.params
+    )
+    assert "does not exist" in model_problem({"phage_base_model": str(tmp_path / "x")}, dag.params)
+    assert "no builtin model" in model_problem({"base_model": "builtin:me5"}, dag.params)
+    (empty / "config.json").write_text("{}")
+    assert model_problem({"profile": "paper", "base_model": str(empty)}, dag.params) is None
+    for name in BUILTINS:
+        assert model_problem({"base_model": f"builtin:{name}"}, dag.params) is None
+    # the trainer loads a model from a local folder only
+    assert "does not exist" in model_problem({"base_model": "hdfs://nn/qwen3"}, dag.params)
+
+
 @pytest.mark.integration
 def test_a_conf_key_the_dag_does_not_know_fails_the_run_before_anything_runs(tmp_path):
     """A typo (`sample_patent`) was ignored: the run went on with the default sample size."""

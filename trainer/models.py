@@ -20,6 +20,8 @@ import os
 import sys
 from pathlib import Path
 
+from schemas import defaults
+
 TINY_QWEN3 = {
     "hidden_size": 128,
     "num_hidden_layers": 2,
@@ -31,7 +33,7 @@ TINY_QWEN3 = {
 }
 EOS = "<|endoftext|>"
 ME5_VERSION = "me5-small-v1"  # bump when the conversion changes
-BUILTINS = ("me5-small", "minilm", "qwen3-tiny")
+BUILTINS = defaults.BUILTIN_MODELS
 KNOWN = ", ".join(f"builtin:{b}" for b in BUILTINS)
 
 
