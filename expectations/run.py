@@ -18,6 +18,7 @@ from pathlib import Path
 
 from expectations.suites import SUITES, suite_for, tables_queried
 from lake import (
+    add_lake_arguments,
     build_session,
     label,
     table_exists,
@@ -185,7 +186,7 @@ def summarize(rows: list[dict]) -> tuple[int, int]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--lake", default="./lake")
+    add_lake_arguments(parser)
     parser.add_argument(
         "--tables", required=True, help=f"comma-separated tables, or 'all' ({', '.join(SUITES)})"
     )
@@ -195,13 +196,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--docs-dir", default=None, help="Data Docs folder (default <lake>/reports/<run_id>)"
     )
-    parser.add_argument("--master", default=None)
     args = parser.parse_args(argv)
     tables = (
         list(SUITES)
         if args.tables == "all"
         else [t.strip() for t in args.tables.split(",") if t.strip()]
     )
+    if not tables:  # a gate over nothing would pass
+        parser.error(f"--tables names no table: {args.tables!r}")
     unknown = [t for t in tables if t not in SUITES]
     if unknown:
         parser.error(f"no suite for {', '.join(unknown)}; known: {', '.join(SUITES)}")

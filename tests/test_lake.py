@@ -197,6 +197,8 @@ def test_finish_keeps_the_exit_status_atexit_handlers_and_buffered_output(tmp_pa
             ["--tables", "silver/views", "--run-id", "../../x"],
             "argument --run-id: expected letters",
         ),
+        # a gate over no table validated nothing and passed
+        ("expectations.run", ["--tables", " , "], "--tables names no table: ' , '"),
     ],
 )
 def test_job_flags_refuse_bad_values_by_name_before_spark_starts(module, argv, message, capsys):
