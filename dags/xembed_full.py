@@ -118,8 +118,6 @@ def model_problem(conf: dict, params) -> str | None:
     without ``base_model``, an unknown ``builtin:`` name, or a local path that does not hold a
     model (no ``config.json``). Found by train_stage1 (train_phage) only after ingest, curate,
     split, the indexes and the exports; the tasks share one filesystem (``work_dir``)."""
-    from pathlib import Path
-
     value = {name: conf.get(name, params[name]) for name in ("profile", "base_model")}
     if value["profile"] == "paper" and not value["base_model"]:
         return (
