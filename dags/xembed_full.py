@@ -113,6 +113,25 @@ def sample_too_small(conf: dict, params) -> str | None:
     )
 
 
+def sample_conf_ignored(conf: dict, params) -> str | None:
+    """The error for a run given both an ``input`` and sample settings other than the defaults:
+    the sample settings would be ignored without a word (the run ingests the input)."""
+    if not conf.get("input"):
+        return None
+    given = [
+        f"{name} {conf[name]!r}"
+        for name in ("sample_patents", "sample_options")
+        if name in conf and conf[name] != params[name]
+    ]
+    if not given:
+        return None
+    return (
+        f"{' and '.join(given)} would be ignored: input {conf['input']!r} is given, so the run "
+        "ingests it and generates no sample; drop input to generate one, or drop the sample "
+        "settings"
+    )
+
+
 def model_problem(conf: dict, params) -> str | None:
     """The error for a base model the trainings could not load, else None: the paper profile
     without ``base_model``, an unknown ``builtin:`` name, or a local path that does not hold a
@@ -378,6 +397,7 @@ def xembed_full():
         error = (
             unknown_conf_keys(conf, params)
             or sample_too_small(conf, params)
+            or sample_conf_ignored(conf, params)
             or model_problem(conf, params)
         )
         if error:  # the first task, so nothing has run; a retry would not help

@@ -271,6 +271,19 @@ def test_a_generated_sample_smaller_than_mine_k_fails_the_first_task(dag):
     assert sample_too_small({"input": "/data/export"}, dag.params) is None  # a real corpus
 
 
+def test_sample_settings_beside_an_input_fail_the_first_task(dag):
+    """With an input the run generates no sample: sample_patents and sample_options given
+    beside it were ignored without a word."""
+    ignored = dag_module().sample_conf_ignored
+    error = ignored({"input": "/data/x", "sample_patents": 300}, dag.params)
+    assert error.startswith("sample_patents 300 would be ignored: input '/data/x' is given")
+    both = ignored({"input": "/d", "sample_patents": 300, "sample_options": "--seed 3"}, dag.params)
+    assert "sample_patents 300 and sample_options '--seed 3'" in both
+    assert ignored({"sample_patents": 300}, dag.params) is None  # a generated sample
+    defaults_only = {"input": "/d", "sample_patents": dag.params["sample_patents"]}
+    assert ignored(defaults_only | {"sample_options": ""}, dag.params) is None
+
+
 def test_a_base_model_the_trainings_could_not_load_fails_the_first_task(dag, tmp_path):
     """The paper profile without base_model, or a base_model folder that holds no model,
     failed train_stage1 only after the data tasks (hours on a real corpus)."""
