@@ -741,9 +741,8 @@ def main(argv: list[str] | None = None) -> int:
     phage = [r for r in args.phage.split(",") if r]
     if phage and not (args.phage_base or args.base):
         parser.error("--phage needs --phage-base or --base (the base model's run id)")
-    local = fs.local_path(args.lake)
-    if local is not None and not local.is_dir():
-        parser.error(f"no lake at {args.lake} (no such folder; --lake names the lake root)")
+    if problem := fs.no_lake_folder(args.lake):
+        parser.error(problem)
     build_session("xembed-report", args.master)  # the session every read below shares
     path = build(
         args.lake,

@@ -316,6 +316,15 @@ def local_path(uri: str) -> Path | None:
     return Path(uri)
 
 
+def no_lake_folder(lake: str) -> str | None:
+    """Why ``lake`` cannot be a lake root, checked before Spark starts: a local path (or
+    ``file:`` URI) with no folder there; None otherwise (other schemes are Spark's to read)."""
+    local = local_path(lake)
+    if local is not None and not local.is_dir():
+        return f"no lake at {lake} (no such folder; --lake names the lake root)"
+    return None
+
+
 def exists(spark: SparkSession, path: str) -> bool:
     if is_connect(spark):
         return _arrow.exists(path)

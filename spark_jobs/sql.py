@@ -75,12 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-e", dest="query", default=None, help="run one query and exit")
     parser.add_argument("-f", dest="file", default=None, help="run a SQL file and exit")
     args = parser.parse_args(argv)
-    local = fs.local_path(args.lake)
-    if local is not None and not local.is_dir():
-        print(
-            f"sql: no lake at {args.lake} (no such folder; --lake names the lake root)",
-            file=sys.stderr,
-        )
+    if problem := fs.no_lake_folder(args.lake):
+        print(f"sql: {problem}", file=sys.stderr)
         return 2
     spark_sql = shutil.which("spark-sql") or str(Path(sys.executable).parent / "spark-sql")
     with tempfile.TemporaryDirectory(prefix="xembed-sql-") as tmp:
