@@ -1,7 +1,8 @@
 """Encode texts with an xembed (or any HF) encoder into a Parquet file of embeddings.
 
     python -m evaluation.encode --model models/s1 --input texts.parquet --out emb.parquet \\
-        [--id-column id] [--text-column text] [--lang-column lang --query] [--dims 64]
+        [--id-column id] [--text-column text] [--lang-column lang --query] [--dims 64] \\
+        [--device auto|cpu|cuda|cuda:N]
     python -m evaluation.encode --model M --retrieval retrieval --kind tac|query \\
         --lake data/lake --encoder-name miner
 
@@ -29,6 +30,7 @@ from lake import build_session, fs, label, positive_int, table_path, write_table
 from lake.cli import finish, run_job
 from lake.tables import sql_string
 from retrieval.search import manifest_digest, record_encoded
+from trainer.devices import DEVICE_HELP, device_name, inference_device
 from trainer.encoder import Encoder
 from trainer.models import resolve
 
@@ -116,7 +118,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--max-length", type=positive_int, default=None, help="override the model's max tokens"
     )
+    parser.add_argument("--device", type=device_name, default="auto", help=DEVICE_HELP)
     args = parser.parse_args(argv)
+    try:
+        device = inference_device(args.device)
+    except ValueError as error:
+        parser.error(str(error))
     if args.retrieval:
         if not args.kind:
             parser.error("--retrieval needs --kind tac or --kind query")
@@ -140,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
 
     columns = [args.id_column, args.text_column] + ([args.lang_column] if args.lang_column else [])
     table = read_table(args.input, columns)  # before the model loads: a bad input fails fast
-    encoder = Encoder.from_pretrained(resolve(args.model))
+    encoder = Encoder.for_inference(resolve(args.model), args.device)
     if args.dims and args.dims > encoder.dim:  # the cut would keep them all, under the label
         parser.error(f"--dims {args.dims}: the model's embeddings have {encoder.dim} dims")
     if args.max_length and encoder.limit_length(args.max_length) < args.max_length:
@@ -173,7 +180,10 @@ def main(argv: list[str] | None = None) -> int:
             pa.table({"id": table.column(args.id_column), "embedding": vectors}), args.out
         )
         target = args.out
-    print(f"encoded {len(table):,} texts -> {target} ({emb.shape[1]} dims)", file=sys.stderr)
+    print(
+        f"encoded {len(table):,} texts on {device} -> {target} ({emb.shape[1]} dims)",
+        file=sys.stderr,
+    )
     return 0
 
 

@@ -58,6 +58,7 @@ from lake.snapshots import stale_inputs
 from lake.tables import sql_string
 from retrieval.search import Bm25, DenseIndex, build_bm25_index
 from schemas import defaults
+from trainer.devices import DEVICE_HELP, device_name, inference_device
 from trainer.models import resolve
 
 MANIFEST = "_manifest.json"  # written last by prepare_evaluation
@@ -468,6 +469,9 @@ def main(argv: list[str] | None = None) -> int:
         "--max-length", type=positive_int, default=None, help="override the model's max tokens"
     )
     parser.add_argument(
+        "--device", type=device_name, default="auto", help=f"dense models: {DEVICE_HELP}"
+    )
+    parser.add_argument(
         "--cache",
         default=str(CACHE),
         help="local copies of remote inputs (Lucene/FAISS read files)",
@@ -484,6 +488,11 @@ def main(argv: list[str] | None = None) -> int:
     for run_id in run_ids:  # <lake>/runs/<run id> is a folder: no '/', '..', quotes
         try:
             defaults.check_label(run_id, "--run-id")
+        except ValueError as error:
+            parser.error(str(error))
+    if any(model != "bm25" for model in args.model):
+        try:  # a GPU this machine lacks fails here, not after the inputs are read
+            inference_device(args.device)
         except ValueError as error:
             parser.error(str(error))
     spark = build_session("xembed-evaluate", args.master)
@@ -567,7 +576,7 @@ def evaluate_model(
                 # deferred: torch and transformers load only for dense models, not for BM25
                 from trainer.encoder import Encoder
 
-                encoder = Encoder.from_pretrained(model_path)
+                encoder = Encoder.for_inference(model_path, args.device)
                 if args.max_length and encoder.limit_length(args.max_length) < args.max_length:
                     job.info(
                         f"--max-length {args.max_length}: {dense_model} embeds at most "

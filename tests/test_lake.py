@@ -191,6 +191,17 @@ def test_finish_keeps_the_exit_status_atexit_handlers_and_buffered_output(tmp_pa
             ],
             "--retrieval /nonexistent/r holds no candidates/: run spark_jobs/prepare_retrieval.py",
         ),
+        # a dense model's device: its spelling, and (before Spark) whether the machine has it
+        (
+            "evaluation.evaluate",
+            ["--inputs", "i", "--model", "m", "--name", "x", "--device", "gpu"],
+            "argument --device: 'gpu' is not a device: use auto",
+        ),
+        (
+            "evaluation.evaluate",
+            ["--inputs", "i", "--model", "bm25", "m", "--name", "b", "x", "--device", "cuda:9"],
+            "--device cuda:9: ",  # no CUDA GPU here; on a GPU machine: it has fewer than ten
+        ),
         # the Data Docs go to <lake>/reports/<run id>: '../../x' wrote them outside the lake
         (
             "expectations.run",

@@ -235,7 +235,7 @@ def test_lora_merge_equals_base_plus_adapter(tmp_path):
     )
 
 
-def test_encode_cli_writes_the_encoders_embeddings(tmp_path):
+def test_encode_cli_writes_the_encoders_embeddings(tmp_path, capsys):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -269,6 +269,40 @@ def test_encode_cli_writes_the_encoders_embeddings(tmp_path):
     )
     assert out["id"] == ["a", "b"]
     assert torch.allclose(torch.tensor(out["embedding"]), expected, atol=1e-6)
+    # --device auto: a GPU machine's first GPU, this one's CPU, said in the last line
+    where = "cuda" if torch.cuda.is_available() else "cpu"
+    assert f"encoded 2 texts on {where} -> {tmp_path / 'out.parquet'}" in capsys.readouterr().err
+
+
+def test_an_encoder_for_inference_is_moved_to_the_device_and_put_in_eval_mode(monkeypatch):
+    """Evaluation and mining encoded on the CPU even on a GPU machine: the model stayed where
+    from_pretrained loads it. `meta` stands in for a GPU this machine lacks."""
+    from trainer import devices
+
+    monkeypatch.setattr(devices, "inference_device", lambda name: torch.device("meta"))
+    encoder = Encoder.for_inference(resolve("builtin:qwen3-tiny"), "cuda")
+    assert {p.device.type for p in encoder.parameters()} == {"meta"}
+    assert not encoder.training
+
+
+def test_a_device_the_machine_lacks_is_refused_before_the_model_loads(
+    monkeypatch, tmp_path, capsys
+):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from evaluation import encode
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    pq.write_table(pa.table({"id": ["a"], "text": ["a cup"]}), tmp_path / "in.parquet")
+    flags = ["--model", "/no/such/model", "--input", str(tmp_path / "in.parquet")]
+    for device, message in (
+        ("cuda", "--device cuda: torch sees no CUDA GPU on this machine"),
+        ("gpu", "argument --device: 'gpu' is not a device: use auto"),
+    ):
+        with pytest.raises(SystemExit) as stopped:  # the model path is never looked at
+            encode.main([*flags, "--out", str(tmp_path / "o.parquet"), "--device", device])
+        assert stopped.value.code == 2 and message in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

@@ -251,3 +251,23 @@ def test_a_model_path_that_holds_no_model_is_named(tmp_path):
         resolve("builtin:nope")
     (tmp_path / "config.json").write_text("{}")
     assert resolve(str(tmp_path)) == str(tmp_path)
+
+
+def test_auto_picks_the_first_gpu_torch_sees_and_a_missing_one_is_named(monkeypatch):
+    import argparse
+
+    from trainer.devices import device_name, inference_device
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert inference_device("auto") == inference_device("cpu") == torch.device("cpu")
+    with pytest.raises(ValueError, match="--device cuda:0: torch sees no CUDA GPU"):
+        inference_device("cuda:0")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    assert inference_device("auto") == torch.device("cuda")
+    assert inference_device(" cuda:1 ") == torch.device("cuda", 1)
+    with pytest.raises(ValueError, match=r"--device cuda:2: this machine has 2 CUDA GPU\(s\)"):
+        inference_device("cuda:2")
+    for bad in ("gpu", "cuda:x", "", "mps", "CPU"):
+        with pytest.raises(argparse.ArgumentTypeError, match="is not a device"):
+            device_name(bad)

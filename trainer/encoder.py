@@ -24,6 +24,8 @@ import torch
 from torch import nn
 from torch.nn import functional
 
+from trainer import devices
+
 # Language-specific patent-retrieval instructions (queries only). Unknown languages use "en".
 INSTRUCTIONS = {
     "en": "Given a patent, retrieve prior-art patents that are X-category references against it",
@@ -185,6 +187,13 @@ class Encoder(nn.Module):
             else AutoModel.from_pretrained(path)
         )
         return cls(model, tokenizer, config)
+
+    @classmethod
+    def for_inference(cls, path: str, device: str = "auto") -> Encoder:
+        """The model at ``path`` in eval mode on ``device`` (``trainer.devices``), in the
+        checkpoint's dtype: an evaluation or mining encoder on a GPU machine encodes there."""
+        target = devices.inference_device(device)  # before loading: a missing GPU fails at once
+        return cls.from_pretrained(path).to(target).eval()
 
     def add_lora(
         self, r: int, alpha: int, dropout: float = 0.0, target_modules="all-linear"
