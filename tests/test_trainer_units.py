@@ -113,6 +113,10 @@ def test_paper_profile_applies_stage2_settings_to_stage2_and_sft_only(tmp_path):
     assert settings == {"stage1": (1e-4, 128, 1), "stage2": (5e-5, 16, 4), "sft": (5e-5, 16, 4)}
     _, _, args = parse([config, *common, "--stage", "sft", "--learning_rate", "1e-5"])
     assert args.learning_rate == 1e-5  # the command line still wins
+    # the paper config asked for 2 loader workers, which no loader of ours used
+    assert args.dataloader_num_workers == 0
+    with pytest.raises(ValueError, match="--dataloader_num_workers 2 would be ignored"):
+        parse([config, *common, "--dataloader_num_workers", "2"])
     # a key or flag that is only a prefix of one (`learning_rat`) set it by argparse's
     # abbreviation matching; it is refused as unknown, like any other typo
     typo = tmp_path / "typo.yaml"

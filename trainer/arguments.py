@@ -183,6 +183,11 @@ class XembedTrainingArguments(TrainingArguments):
         )
         if self.model_id is not None:
             defaults.check_label(self.model_id, "--model_id")
+        if self.dataloader_num_workers:  # our loaders are built without workers
+            raise ValueError(
+                f"--dataloader_num_workers {self.dataloader_num_workers} would be ignored: the "
+                "family-disjoint batches are built and tokenized in the training process; set 0"
+            )
         self.resume = RESUME_SPELLINGS.get(str(self.resume).strip().lower(), self.resume)
         if self.resume not in RESUME_MODES:
             raise ValueError(f"--resume must be one of {RESUME_MODES}, got {self.resume!r}")
