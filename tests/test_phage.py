@@ -133,6 +133,10 @@ def test_training_moves_the_relation_biases_and_exports_a_plain_encoder(me5, tmp
 
     torch.manual_seed(0)
     phage = PhageEncoder(Encoder.from_pretrained(me5))
+    # the hook the HF Trainer calls for --gradient_checkpointing (recomputed attention would
+    # lose the graph bias)
+    with pytest.raises(ValueError, match="PHAGE: the claim-graph bias exists only"):
+        phage.activation_checkpointing_enable(activation_checkpointing_kwargs=None)
     optimizer = torch.optim.AdamW(phage.parameters(), lr=1e-3)
     batch = phage.batch(GRAPHS)
     edges = [g.edges for g in GRAPHS]

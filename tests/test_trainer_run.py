@@ -198,6 +198,34 @@ def test_a_diverged_run_fails_and_exports_nothing(shard, tmp_path):
     assert not (out / "model.safetensors").exists() and not (out / "registry.json").exists()
 
 
+def test_checkpointed_lora_layers_get_gradients_and_the_gpu_benchmark_runs():
+    """The HF Trainer turns --gradient_checkpointing into `activation_checkpointing_enable`
+    (transformers 5.x falls back to the deprecated `gradient_checkpointing_enable`, v6 will
+    not): each LoRA matrix of a checkpointed layer must still get a gradient. And
+    benchmarks/gpu_trainer.py, which no CPU run reached, called the old method with a
+    positional argument (a TypeError before its first step); `--smoke` runs its code here."""
+    import importlib.util
+
+    encoder = Encoder.from_pretrained(resolve("builtin:qwen3-tiny"))
+    encoder.add_lora(r=4, alpha=8)
+    encoder.activation_checkpointing_enable()
+    assert encoder.base_model.is_activation_checkpointing
+    encoder.train()
+    for name, param in encoder.backbone.named_parameters():
+        if "lora_B" in name:  # B starts at zero, so A's gradient would be zero
+            param.data.normal_(0, 0.05)
+    batch = encoder.tokenize(["a cup with a handle", "a lid for a cup"])
+    encoder(**batch).pow(2).sum().backward()
+    lora = {n: p.grad for n, p in encoder.backbone.named_parameters() if "lora_" in n}
+    assert lora and all(g is not None and g.abs().sum() > 0 for g in lora.values())
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "gpu_trainer.py"
+    spec = importlib.util.spec_from_file_location("gpu_trainer", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.main(["--smoke", "--batch", "2", "--length", "32"]) == 0
+
+
 def test_encoding_with_non_finite_weights_names_the_text(tmp_path):
     encoder = Encoder.from_pretrained(resolve("builtin:minilm"))
     texts = ["a cup", "a lid"]

@@ -180,7 +180,7 @@ class PhageEncoder(nn.Module):
         _register()
         encoder.base_model.set_attn_implementation(ATTENTION)
 
-    def gradient_checkpointing_enable(self, **kwargs) -> None:
+    def activation_checkpointing_enable(self, **kwargs) -> None:  # the HF Trainer's hook
         raise ValueError(
             "PHAGE: the claim-graph bias exists only during the forward pass, so gradient "
             "checkpointing would recompute attention without it; set gradient_checkpointing false"
