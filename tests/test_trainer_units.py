@@ -113,6 +113,11 @@ def test_paper_profile_applies_stage2_settings_to_stage2_and_sft_only(tmp_path):
     assert settings == {"stage1": (1e-4, 128, 1), "stage2": (5e-5, 16, 4), "sft": (5e-5, 16, 4)}
     _, _, args = parse([config, *common, "--stage", "sft", "--learning_rate", "1e-5"])
     assert args.learning_rate == 1e-5  # the command line still wins
+    if not torch.cuda.is_available():  # transformers said "Your setup doesn't support bf16/gpu"
+        without = [a for a in common if a not in ("--bf16", "false")]
+        with pytest.raises(ValueError, match=r"--bf16 true .* torch sees none on this machine"):
+            parse([config, *without])
+        assert parse([config, *without, "--use_cpu", "true"])[2].bf16
     # the paper config asked for 2 loader workers, which no loader of ours used
     assert args.dataloader_num_workers == 0
     with pytest.raises(ValueError, match="--dataloader_num_workers 2 would be ignored"):
@@ -274,4 +279,6 @@ def test_auto_picks_the_first_gpu_torch_sees_and_a_missing_one_is_named(monkeypa
         inference_device("cuda:2")
     for bad in ("gpu", "cuda:x", "", "mps", "CPU"):
         with pytest.raises(argparse.ArgumentTypeError, match="is not a device"):
-            device_name(bad)
+            device_name(bad)  # argparse names the flag
+        with pytest.raises(ValueError, match="is not a device"):
+            inference_device(bad)

@@ -290,4 +290,14 @@ def parse(argv: list | None = None):
     parser = HfArgumentParser(
         (ModelArguments, DataArguments, XembedTrainingArguments), allow_abbrev=False
     )
-    return parser.parse_args_into_dataclasses(args=argv)
+    try:
+        return parser.parse_args_into_dataclasses(args=argv)
+    except ValueError as error:
+        if "support bf16/gpu" not in str(error):
+            raise
+        # transformers: "Your setup doesn't support bf16/gpu. You need to assign use_cpu ..."
+        raise ValueError(
+            "--bf16 true (configs/paper.yaml) trains on a GPU and torch sees none on this "
+            "machine: run it on a GPU node, or pass --use_cpu true (bf16 on the CPU, slow) or "
+            "--bf16 false"
+        ) from None

@@ -27,7 +27,10 @@ def inference_device(name: str = "auto"):
     """The ``torch.device`` for ``name``; a GPU this machine lacks is an error naming it."""
     import torch  # deferred: see the module docstring
 
-    name = device_name(name)
+    try:
+        name = device_name(name)
+    except argparse.ArgumentTypeError as error:  # a caller's value, not a flag's
+        raise ValueError(str(error)) from None
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     device = torch.device(name)
