@@ -17,6 +17,13 @@ if "AIRFLOW_HOME" not in os.environ:  # xdist workers inherit the controller's, 
     os.environ["AIRFLOW_HOME"] = tempfile.mkdtemp(prefix="xembed-tests-airflow-")
     atexit.register(shutil.rmtree, os.environ["AIRFLOW_HOME"], ignore_errors=True)
 os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
+# One OpenMP thread per process (torch, faiss, OpenBLAS), this process and every one it
+# starts: under `make test` both cores are always busy (two workers, each with its Spark
+# driver, the DAG run's server and task processes), and a second OpenMP thread only contends,
+# its spin-waits taking CPU from the other processes. The same working tree, one sitting:
+# 1,133 s and 1,173 s of pytest without, 1,021 s with (the end-to-end DAG test 724 / 763 s
+# against 558 s). `make demo` runs one task at a time and keeps torch's default.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 # The suite's short-lived Spark drivers (its spark-submits) run on tiny data: C1-only
 # JIT with a full-size code cache and the class-data-sharing archive of `make setup` (see the
 # Makefile and lake/jvm.py).
