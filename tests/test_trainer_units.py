@@ -282,3 +282,19 @@ def test_auto_picks_the_first_gpu_torch_sees_and_a_missing_one_is_named(monkeypa
             device_name(bad)  # argparse names the flag
         with pytest.raises(ValueError, match="is not a device"):
             inference_device(bad)
+
+
+def test_only_the_validation_families_leave_training(tmp_path):
+    """Validation holds out whole families drawn from a hash bucket sized ~1.5x
+    --validation_size (so that it fills); the bucket's other families left training too,
+    unused: here 150 of the 300 examples were gone for 32 validation examples."""
+    from tests.sample_shards import write_sample_stage1_shards
+    from trainer.data import BatchStream, home_family, read_examples, validation_examples
+
+    write_sample_stage1_shards(tmp_path, n_patents=300, seed=5)
+    everything = list(read_examples(str(tmp_path)))
+    validation, held = validation_examples(str(tmp_path), None, 32, 13, None)
+    assert len(validation) == 32 and held == {home_family(e) for e in validation}
+    kept = [e for e in everything if home_family(e) not in held]
+    training = BatchStream(str(tmp_path), 1, 13, exclude_families=held)  # one example a batch
+    assert training.count_batches() == len(kept) >= len(everything) - 32 * 5  # 5: largest family

@@ -172,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"[train] stage={args.stage} recipe={data_args.recipe} base={base_path} "
         f"query_instruction={model_args.query_instruction} train_batches={n_batches} "
+        f"(left over at the epoch's end: {stream.dropped['dropped_at_end']:,} examples) "
         f"steps={args.max_steps} validation={len(validation)}",
         file=sys.stderr,
         flush=True,
