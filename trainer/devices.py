@@ -9,28 +9,30 @@ loads (``inference_device``).
 
 from __future__ import annotations
 
-import argparse
 import re
+
+from lake.cli import flag_check
 
 DEVICE_HELP = "auto (the first CUDA GPU torch sees, else the CPU), cpu, cuda or cuda:N"
 _DEVICE = re.compile(r"auto|cpu|cuda(:\d+)?")
 
 
-def device_name(value: str) -> str:
-    """argparse type of ``--device``: auto, cpu, cuda or cuda:N."""
-    if not _DEVICE.fullmatch(value.strip()):
-        raise argparse.ArgumentTypeError(f"{value!r} is not a device: use {DEVICE_HELP}")
-    return value.strip()
+def check_device(value: str) -> str:
+    """``value`` stripped when it names a device (auto, cpu, cuda, cuda:N), else a ValueError."""
+    name = value.strip()
+    if not _DEVICE.fullmatch(name):
+        raise ValueError(f"--device: {value!r} is not a device: use {DEVICE_HELP}")
+    return name
+
+
+device_name = flag_check(check_device)  # argparse type of --device
 
 
 def inference_device(name: str = "auto"):
     """The ``torch.device`` for ``name``; a GPU this machine lacks is an error naming it."""
     import torch  # deferred: see the module docstring
 
-    try:
-        name = device_name(name)
-    except argparse.ArgumentTypeError as error:  # a caller's value, not a flag's
-        raise ValueError(str(error)) from None
+    name = check_device(name)
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     device = torch.device(name)
