@@ -40,7 +40,7 @@ DATASETS = {
 _STAGE2_AUDIT = {
     "id_columns": ("query_id", "positive_id"),
     "id_array_columns": ("negative_ids",),
-    "family_columns": ("family_id",),
+    "family_columns": ("family_id", "positive_family_id"),
 }
 AUDITED_COLUMNS = {  # dataset -> the columns of its rows that name patents and families
     "stage1": {

@@ -86,6 +86,7 @@ def write_sample_stage2_shards(
                 "positive_text": pair["positive_text"],
                 "negative_texts": [p["positive_text"] for p in chosen],
                 "family_id": pair["family_id"],
+                "positive_family_id": pair["family_id"],  # the query's own claims
                 "families": sorted({pair["family_id"], *(p["family_id"] for p in chosen)}),
             }
         )

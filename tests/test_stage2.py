@@ -155,6 +155,27 @@ def test_examples_obey_every_negative_rule(stage2):
         assert not {family[n] for negs in frame.negative_ids for n in negs} & excluded
 
 
+def test_exported_examples_name_the_query_and_positive_families(spark, stage2):
+    """The trainer's batching keeps a query's and a positive's family away from the other
+    examples of a batch and lets negative families repeat: the shards must say which is which."""
+    from spark_jobs.lib.export import stage2_rows
+
+    lake = stage2[0]
+    read = lambda name: spark.read.format("delta").load(f"{lake}/{name}")  # noqa: E731
+    rows = stage2_rows(
+        read("gold/stage2_examples"), read("silver/views"), read("silver/patents")
+    ).toPandas()
+    keys = ["query_id", "query_view", "positive_id"]
+    examples = delta(lake, "gold/stage2_examples").set_index(keys)
+    family = delta(lake, "silver/patents").set_index("publication_number").family_id
+    assert len(rows) == len(examples)
+    for r in rows.itertuples():
+        e = examples.loc[(r.query_id, r.query_view, r.positive_id)]
+        assert (r.family_id, r.positive_family_id) == (e.query_family_id, e.positive_family_id)
+        negatives = {family[n] for n in r.negative_ids}
+        assert set(r.families) == {r.family_id, r.positive_family_id} | negatives
+
+
 def test_dropped_views_are_recorded_with_reasons(stage2):
     lake, _, _, built = stage2
     dropped = delta(lake, "gold/stage2_dropped")

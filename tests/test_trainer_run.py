@@ -134,6 +134,13 @@ def test_resume_continues_the_step_count(shard, tmp_path):
     assert [e["step"] for e in state(out)["log_history"] if "loss" in e] == [5, 10, 15, 20]
     with pytest.raises(ValueError, match=r"--resume must be one of .*got 'maybe'"):
         train.main([*common, "--max_steps", "20", "--resume", "maybe"])
+    # a checkpoint of code that batched by another rule skipped other batches than these
+    identity = out / train.RUN_IDENTITY
+    recorded = json.loads(identity.read_text())
+    identity.write_text(json.dumps({**recorded, "batching": None}))  # before the key existed
+    with pytest.raises(ValueError, match=r"belongs to another run \(batching was None, now "):
+        train.main([*common, "--max_steps", "20", "--resume", "true"])
+    identity.write_text(json.dumps(recorded))
     # other shards into the same folder: the run went on from step 15 on other data, with
     # the first data's best validation loss and the second's hash in the registry
     other = write_sample_stage1_shards(tmp_path / "other", n_patents=60, seed=5)

@@ -1,5 +1,7 @@
 """Loss maths on embeddings alone, pooling, and the family-disjoint batching."""
 
+import json
+
 import pytest
 import torch
 from sentence_transformers import SentenceTransformer
@@ -84,6 +86,53 @@ def test_batches_never_hold_two_texts_of_one_family():
     assert len(seen) == len(set(seen)) and len(seen) >= 12
     with pytest.raises(StopIteration):
         next(iter(family_disjoint_batches(examples[:2], 3)))
+
+
+def test_examples_may_share_a_negative_family_never_a_query_or_positive_one(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from trainer.data import BatchStream
+
+    # Stage II rows (query family, positive family, negative families), all with a negative of
+    # the hot family H (a popular patent mined as a negative of every query). Row 1's negative
+    # is of row 0's positive family, row 2's positive of row 0's query family.
+    rows = [("Q0", "P0", ["H", "N0"]), ("Q1", "P1", ["H", "P0"]), ("Q2", "Q0", ["H", "N2"])]
+    rows += [(f"Q{i}", f"P{i}", ["H", f"N{i}"]) for i in range(3, 6)]
+    table = pa.table(
+        {
+            "family_id": [q for q, _, _ in rows],
+            "positive_family_id": [p for _, p, _ in rows],
+            "families": [[q, p, *n] for q, p, n in rows],
+            "query_text": [f"q{i}" for i in range(len(rows))],
+            "query_lang": ["en"] * len(rows),
+            "positive_text": ["p"] * len(rows),
+            "negative_texts": [["n", "n"]] * len(rows),
+        }
+    )
+    for folder, data in (("new", table), ("old", table.drop(["positive_family_id"]))):
+        (tmp_path / folder).mkdir()
+        pq.write_table(data, tmp_path / folder / "s.parquet")
+        manifest = {
+            "format": "parquet",
+            "leakage_audit": {"status": "passed"},
+            "shards": [{"file": "s.parquet", "rows": len(rows)}],
+            "rows": len(rows),
+        }
+        (tmp_path / folder / "_manifest.json").write_text(json.dumps(manifest))
+
+    def batches(folder):
+        stream = BatchStream(str(tmp_path / folder), 2, 0)
+        found = [[e.query for e in b] for b in stream]
+        assert stream.count_batches() == len(found)  # the counting pass batches alike
+        return found, stream.dropped["dropped_at_end"]
+
+    # The hot negative family repeats within a batch; the two planted conflicts wait for the
+    # next batch, and all six examples train.
+    assert batches("new") == ([["q0", "q3"], ["q1", "q2"], ["q4", "q5"]], 0)
+    # Shards that do not say which family is the positive's: every family is the example's
+    # own, as before, and H in every row leaves no batch of two.
+    assert batches("old") == ([], 6)
 
 
 def test_paper_profile_applies_stage2_settings_to_stage2_and_sft_only(tmp_path):

@@ -1,9 +1,10 @@
-"""Streaming training data: Parquet shards -> examples -> batches without two texts of one family.
+"""Streaming training data: Parquet shards -> examples -> family-disjoint batches.
 
 Shards come from ``spark_jobs/export_training.py`` (a folder with ``_manifest.json``). Rows are
 read shard by shard with pyarrow, so 25M pairs never have to fit in memory. Stage I rows have
 ``anchor_*`` / ``positive_*`` columns; Stage II rows ``query_*``, ``positive_text`` and
-``negative_texts`` (and a ``families`` list naming every family in the example).
+``negative_texts``; both a ``families`` list naming every family in the example and
+``family_id`` / ``positive_family_id``, the query's (anchor's) and the positive's.
 """
 
 from __future__ import annotations
@@ -29,6 +30,10 @@ class Example:
     positive: str
     negatives: tuple[str, ...]
     families: frozenset[str]
+    # The query's and the positive's families (None: all of ``families``). No other example
+    # of a batch may name them; a family two examples name only among their hard negatives is
+    # a negative for both queries and may repeat (see family_disjoint_batches).
+    own_families: frozenset[str] | None = None
 
 
 def read_manifest(folder: str) -> dict:
@@ -85,6 +90,7 @@ _COLUMNS = [
     "positive_text",
     "negative_texts",
     "family_id",
+    "positive_family_id",
     "families",
 ]
 
@@ -112,11 +118,12 @@ def read_examples(
     families_only: bool = False,
 ) -> Iterator[Example]:
     """Examples of every shard in the manifest (shard order shuffled when a seed is given)."""
-    columns = ["family_id", "families"] if families_only else _COLUMNS
+    columns = ["family_id", "positive_family_id", "families"] if families_only else _COLUMNS
     for row in shard_rows(folder, columns, shard_order_seed):
-        families = frozenset(row.get("families") or [row["family_id"]])
+        own = own_families(row)
+        families = frozenset(row.get("families") or [row["family_id"]]) | (own or frozenset())
         if families_only:
-            yield Example("", None, "", (), families)
+            yield Example("", None, "", (), families, own)
             continue
         yield Example(
             query=_cut(row.get("query_text") or row["anchor_text"], max_chars),
@@ -124,7 +131,20 @@ def read_examples(
             positive=_cut(row["positive_text"], max_chars),
             negatives=tuple(_cut(t, max_chars) for t in (row.get("negative_texts") or ())),
             families=families,
+            own_families=own,
         )
+
+
+def own_families(row: dict) -> frozenset[str] | None:
+    """The families of a row's query (anchor) and positive, or None when the shard does not
+    say which of its ``families`` those are (Stage II shards exported before the column)."""
+    positive = row.get("positive_family_id")
+    return frozenset((row["family_id"], positive)) if positive and row.get("family_id") else None
+
+
+# The rule family_disjoint_batches keeps, in a resumed run's identity (trainer.train): a
+# checkpoint trained under another rule skipped other batches than this code would.
+BATCHING = "query and positive families disjoint, negative families shared (2026-12-05)"
 
 
 def family_disjoint_batches(
@@ -134,7 +154,12 @@ def family_disjoint_batches(
     drop_last: bool = True,
     counts: dict[str, int] | None = None,
 ) -> Iterator[list[Example]]:
-    """Batches in which no family appears in two examples (in-batch negatives stay negative).
+    """Batches in which no example names the family of another's query or positive (in-batch
+    negatives stay negative): each query's candidates are every positive and hard negative of
+    the batch, so a text of its own or its positive's family there would be a false negative.
+    Two examples may share a family they both name only among their hard negatives (a family
+    mined as a negative of both queries, common for a popular patent): it is a negative for
+    both. An example without ``own_families`` counts all its families as its own.
 
     Examples that would repeat a family wait (at most ``buffer_size`` of them) and go first
     into later batches. A family too frequent for that (more of its examples arrive than
@@ -153,7 +178,8 @@ def family_disjoint_batches(
     exhausted = False
     while True:
         batch: list[Example] = []
-        used: set[str] = set()
+        named: set[str] = set()  # every family the batch's examples name
+        owned: set[str] = set()  # the families of their queries and positives
         skipped: list[Example] = []
         unscanned = len(waiting)  # what waits goes first, in order
         while len(batch) < batch_size:
@@ -167,9 +193,11 @@ def family_disjoint_batches(
                     break
             else:
                 break
-            if used.isdisjoint(example.families):
+            own = example.own_families or example.families
+            if owned.isdisjoint(example.families) and named.isdisjoint(own):
                 batch.append(example)
-                used.update(example.families)
+                named.update(example.families)
+                owned.update(own)
             elif not arriving or len(waiting) + len(skipped) < buffer_size:
                 skipped.append(example)
             else:

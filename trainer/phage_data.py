@@ -26,6 +26,7 @@ class PhageExample:
     graph: ClaimGraph
     subclasses: tuple[str, ...]
     families: frozenset[str]
+    own_families: None = None  # every family is the example's own (family_disjoint_batches)
 
 
 def _graph(row: dict, max_chars: int | None) -> ClaimGraph:

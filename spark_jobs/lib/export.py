@@ -67,8 +67,9 @@ def stage2_rows(
 ) -> DataFrame:
     """Examples with the query view text, the positive's TAC and the 8 negatives' TACs (in order).
 
-    ``families`` lists every family the example names (query, positive, negatives), so the
-    trainer's batches can keep families apart.
+    ``families`` lists every family the example names (query, positive, negatives) and
+    ``family_id`` / ``positive_family_id`` those of the query and positive, so the trainer's
+    batches can keep each query's and positive's family away from the other examples.
     """
     text = F.col("text") if not max_chars else F.substring("text", 1, max_chars)
     tac = views.where(F.col("view") == "TAC").select(
@@ -109,6 +110,7 @@ def stage2_rows(
     )
     return joined.select(
         F.col("query_family_id").alias("family_id"),
+        "positive_family_id",
         "query_id",
         "query_view",
         "query_lang",
