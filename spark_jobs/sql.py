@@ -21,6 +21,7 @@ import tempfile
 from pathlib import Path
 
 from lake import build_session, fs
+from lake.session import DEFAULT_LAKE
 from lake.snapshots import succeeded_runs, visible
 from lake.tables import table_exists, table_path
 from schemas import TABLES
@@ -71,7 +72,11 @@ def published_versions(spark, lake: str) -> dict[str, int]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--lake", default="./lake")
+    parser.add_argument(
+        "--lake",
+        default=DEFAULT_LAKE,  # the jobs' default: a bare `sql` opens the lake they wrote
+        help="lake root: a local path or any Spark URI; default $XEMBED_LAKE, else ./data/lake",
+    )
     parser.add_argument("-e", dest="query", default=None, help="run one query and exit")
     parser.add_argument("-f", dest="file", default=None, help="run a SQL file and exit")
     args = parser.parse_args(argv)

@@ -233,6 +233,10 @@ def test_sql_refuses_a_lake_path_that_holds_no_table(spark, tmp_path, monkeypatc
 
     assert sql.main(["--lake", str(tmp_path / "nolake"), "-e", "SELECT 1"]) == 2
     assert "sql: no lake at" in capsys.readouterr().err
+    # without --lake: the lake every job defaults to ($XEMBED_LAKE, else ./data/lake), not ./lake
+    monkeypatch.setattr(sql, "DEFAULT_LAKE", str(tmp_path / "jobs-lake"))
+    assert sql.main(["-e", "SELECT 1"]) == 2
+    assert f"sql: no lake at {tmp_path / 'jobs-lake'}" in capsys.readouterr().err
     monkeypatch.setattr(sql, "build_session", lambda *_: spark)
     monkeypatch.setattr(spark, "stop", lambda: None)  # the session is the suite's
     monkeypatch.setattr(sql.subprocess, "run", lambda *a, **k: pytest.fail("spark-sql started"))
