@@ -214,9 +214,8 @@ def home_family(example: Example) -> str:
     return min(example.families)
 
 
-def holdout_bucket(families: frozenset[str], n_buckets: int, seed: int) -> bool:
-    """True when the example's first family (sorted) falls into validation bucket 0."""
-    family = min(families)
+def holdout_bucket(family: str, n_buckets: int, seed: int) -> bool:
+    """True when ``family`` (an example's :func:`home_family`) falls into validation bucket 0."""
     return zlib.crc32(f"{seed}:{family}".encode()) % n_buckets == 0
 
 
@@ -346,7 +345,9 @@ def validation_examples(
                 yield example
 
     held = one_per_family(
-        e for e in reader(train_folder, max_chars) if holdout_bucket(e.families, n_buckets, seed)
+        e
+        for e in reader(train_folder, max_chars)
+        if holdout_bucket(home_family(e), n_buckets, seed)
     )
     validation = list(islice(held, size))
     return validation, frozenset(home_family(e) for e in validation)
