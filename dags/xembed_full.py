@@ -132,6 +132,21 @@ def sample_conf_ignored(conf: dict, params) -> str | None:
     )
 
 
+def relative_path(conf: dict, params) -> str | None:
+    """The error for a local path given relative, else None: each task runs in a temporary
+    folder of its own (the Bash operator's default), so a relative ``lake``, ``work_dir``,
+    ``input`` or model path would name another folder in every task."""
+    for name in ("lake", "work_dir", "input", "base_model", "phage_base_model"):
+        value = conf.get(name, params[name])
+        if not value or value.startswith(("/", "builtin:", "file:")) or "://" in value:
+            continue
+        return (
+            f"{name} {value!r} is a relative path: each task runs in a temporary folder of its "
+            "own, where it would name another folder; pass an absolute path or a URI"
+        )
+    return None
+
+
 def model_problem(conf: dict, params) -> str | None:
     """The error for a base model the trainings could not load, else None: the paper profile
     without ``base_model``, an unknown ``builtin:`` name, or a local path that does not hold a
@@ -398,6 +413,7 @@ def xembed_full():
             unknown_conf_keys(conf, params)
             or sample_too_small(conf, params)
             or sample_conf_ignored(conf, params)
+            or relative_path(conf, params)
             or model_problem(conf, params)
         )
         if error:  # the first task, so nothing has run; a retry would not help

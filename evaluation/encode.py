@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 from pyspark.sql import functions as F
 from torch.nn import functional
 
-from lake import build_session, fs, label, positive_int, table_path, write_table
+from lake import build_session, fs, label, lake_root, positive_int, table_path, write_table
 from lake.cli import finish, run_job
 from lake.tables import sql_string
 from retrieval.search import manifest_digest, record_encoded
@@ -96,7 +96,9 @@ def main(argv: list[str] | None = None) -> int:
         help="prepare_retrieval output: --kind tac encodes its candidates, --kind query its queries",
     )
     parser.add_argument("--out", default=None, help="output Parquet file")
-    parser.add_argument("--lake", default=None, help="write to <lake>/index/embeddings instead")
+    parser.add_argument(
+        "--lake", type=lake_root, default=None, help="write to <lake>/index/embeddings instead"
+    )
     parser.add_argument("--master", default=None, help="Spark master of the lake write")
     parser.add_argument(
         "--encoder-name", default=None, type=label, help="encoder name in index/embeddings"

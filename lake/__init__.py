@@ -15,6 +15,7 @@ from lake.session import (
     iso_date,
     job_arguments,
     label,
+    lake_root,
     landscape,
     positive_int,
 )
@@ -46,6 +47,7 @@ __all__ = [
     "job_arguments",
     "join",
     "label",
+    "lake_root",
     "landscape",
     "latest_version",
     "positive_int",

@@ -19,6 +19,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from lake import fs
 from lake.snapshots import (
     MixedLakeError,
     Run,
@@ -87,6 +88,8 @@ class JobRun:
             return read_table(self.spark, self.lake, name, self.inputs[name])
         path = table_path(self.lake, name)
         if not table_exists(self.spark, path):
+            if no_lake := fs.no_lake_folder(self.lake):  # a mistyped --lake, most likely
+                raise FileNotFoundError(f"{self.job}: input table {name}: {no_lake}")
             raise FileNotFoundError(
                 f"{self.job}: input table {name} does not exist at {path}; "
                 "run the job that writes it first"
@@ -256,6 +259,10 @@ class JobRun:
         spec = table("meta/job_runs")
         path = table_path(self.lake, spec.name)
         try:
+            if exc is not None and not self.outputs and fs.no_lake_folder(self.lake):
+                # a failed run that wrote nothing where no lake is (a mistyped --lake) would
+                # create a lake folder only to hold its record: the error line is the record
+                raise FileNotFoundError(f"no lake at {self.lake}")
             ensure_table(self.spark, path, spec)
             frame = self.spark.createDataFrame([row], spec.spark_schema())
             retry_conflicts(

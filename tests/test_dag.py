@@ -345,6 +345,18 @@ def _run_id(output: str) -> str:
     return match.group(1)
 
 
+def test_a_relative_path_fails_the_first_task(dag):
+    """Each task runs in a temporary folder of its own, so a relative lake, work_dir, input
+    or model named another folder in every task (and vanished with it)."""
+    relative_path = dag_module().relative_path
+    assert relative_path({}, dag.params) is None  # the defaults are absolute
+    for name in ("lake", "work_dir", "input", "base_model", "phage_base_model"):
+        error = relative_path({name: "data/x"}, dag.params)
+        assert error.startswith(f"{name} 'data/x' is a relative path"), error
+        for fine in ("/srv/x", "s3a://b/x", "file:/srv/x", "builtin:minilm", ""):
+            assert relative_path({name: fine}, dag.params) is None
+
+
 @pytest.mark.integration
 # under `make test` one worker runs this while the other takes the rest of the suite
 @pytest.mark.xdist_group(END_TO_END)

@@ -57,6 +57,22 @@ def test_rewrite_replaces_rows_and_is_a_real_delta_table(spark, lake):
     assert dt.version() == v2 and len(dt.to_pandas()) == 1
 
 
+def test_a_relative_lake_is_the_one_under_the_working_directory(spark, tmp_path, monkeypatch):
+    """The README's `--lake data/lake` failed every job at its first write: Delta reads a
+    relative location in SQL (delta.`data/lake/...`) as a table of a schema named `delta`."""
+    from lake import job_arguments, lake_root
+
+    monkeypatch.chdir(tmp_path)
+    lake = job_arguments("a job").parse_args(["--lake", "data/lake"]).lake
+    assert lake == str(tmp_path / "data" / "lake")
+    write_table(spark, families(spark, [ROW]), lake, "silver/families")
+    assert len(DeltaTable(str(tmp_path / "data/lake/silver/families")).to_pandas()) == 1
+    for uri in ("s3a://bucket/lake", "file:/srv/lake", "file:///srv/lake", "hdfs://nn/lake"):
+        assert lake_root(uri) == uri  # URIs are Spark's to resolve
+    with pytest.raises(SystemExit):
+        job_arguments("a job").parse_args(["--lake", " "])
+
+
 def test_job_run_records_versions_and_counters(spark, lake):
     write_table(spark, families(spark, [ROW]), lake, "silver/families")
     with JobRun(spark, lake, "unit", {"a": 1}, run_id="r1") as job:
@@ -105,6 +121,7 @@ def test_a_run_knows_the_rows_it_wrote_from_its_commit_or_by_counting(spark, lak
 
 
 def test_failed_job_is_logged_with_its_error(spark, lake):
+    write_table(spark, families(spark, [ROW]), lake, "silver/families")
     with (
         pytest.raises(FileNotFoundError, match="run the job that writes it"),
         JobRun(spark, lake, "unit", run_id="r2") as job,
@@ -112,6 +129,21 @@ def test_failed_job_is_logged_with_its_error(spark, lake):
         job.read("silver/patents")
     log = DeltaTable(f"{lake}/meta/job_runs").to_pandas()
     assert log[log.run_id == "r2"].iloc[0].status == "failed"
+
+
+def test_a_job_on_a_mistyped_lake_says_so_and_leaves_no_lake_behind(spark, tmp_path, capsys):
+    """curate --lake data/laek said "run the job that writes it first" and created
+    data/laek/meta/job_runs to record its failure: a lake holding nothing but that record."""
+    typo = tmp_path / "laek"
+    with (
+        pytest.raises(
+            FileNotFoundError, match=f"input table bronze/publications: no lake at {typo}"
+        ),
+        JobRun(spark, str(typo), "curate") as job,
+    ):
+        job.read("bronze/publications")
+    assert not typo.exists()
+    assert f"could not record the failed run: no lake at {typo}" in capsys.readouterr().err
 
 
 def test_docs_tables_md_is_generated_from_the_contracts():
