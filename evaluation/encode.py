@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 from pyspark.sql import functions as F
 from torch.nn import functional
 
-from lake import build_session, fs, label, lake_root, positive_int, table_path, write_table
+from lake import build_session, fs, label, path_or_uri, positive_int, table_path, write_table
 from lake.cli import finish, run_job
 from lake.tables import sql_string
 from retrieval.search import manifest_digest, record_encoded
@@ -89,15 +89,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--model", required=True, help="model folder or builtin:minilm / builtin:qwen3-tiny"
     )
-    parser.add_argument("--input", default=None, help="Parquet file/folder or JSON lines")
+    parser.add_argument(
+        "--input", type=path_or_uri, default=None, help="Parquet file/folder or JSON lines"
+    )
     parser.add_argument(
         "--retrieval",
+        type=path_or_uri,
         default=None,
         help="prepare_retrieval output: --kind tac encodes its candidates, --kind query its queries",
     )
-    parser.add_argument("--out", default=None, help="output Parquet file")
+    parser.add_argument("--out", type=path_or_uri, default=None, help="output Parquet file")
     parser.add_argument(
-        "--lake", type=lake_root, default=None, help="write to <lake>/index/embeddings instead"
+        "--lake", type=path_or_uri, default=None, help="write to <lake>/index/embeddings instead"
     )
     parser.add_argument("--master", default=None, help="Spark master of the lake write")
     parser.add_argument(

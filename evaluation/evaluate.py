@@ -50,6 +50,7 @@ from lake import (
     fs,
     join,
     label,
+    path_or_uri,
     positive_int,
     write_rows,
 )
@@ -409,7 +410,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_lake_arguments(parser, required=True)
     parser.add_argument(
-        "--inputs", required=True, help="spark_jobs/prepare_evaluation.py output (any URI)"
+        "--inputs",
+        type=path_or_uri,
+        required=True,
+        help="spark_jobs/prepare_evaluation.py output (any URI)",
     )
     parser.add_argument(
         "--model",

@@ -52,6 +52,21 @@ def load(lake: str, name: str) -> pd.DataFrame:
     return read_pandas(lake, name)
 
 
+def runs_hint(missing: list[str], known: set[str], shown: int = 8) -> str:
+    """``; the lake's runs: ...`` for an error naming unknown run ids, the runs whose id
+    starts with a missing one first (``evaluate --name x`` writes run ``x-<UTC time>``).
+
+    >>> runs_hint(["xembed"], {"bm25-1", "xembed-20261206T004512", "base-2"})
+    "; the lake's runs: xembed-20261206T004512, base-2, bm25-1"
+    """
+    if not known:
+        return ""
+    close = sorted(r for r in known if any(r.startswith(f"{m}-") for m in missing))
+    listed = [*close, *sorted(known - set(close))]
+    more = f" and {len(listed) - shown} more" if len(listed) > shown else ""
+    return f"; the lake's runs: {', '.join(listed[:shown])}{more}"
+
+
 def mixed_inputs(eval_runs: pd.DataFrame, runs: list[str]) -> str | None:
     """Why ``runs`` do not compare, or None: two of them read a table both read at different
     versions (evaluated before and after the split, curate or prepare_evaluation ran again:
@@ -533,7 +548,10 @@ def build(
     metrics = paper_rows(every)
     missing = [r for r in runs if r not in set(metrics.get("run_id", []))]
     if missing:
-        raise ValueError(f"eval/metrics has no rows for run(s) {missing}")
+        raise ValueError(
+            f"eval/metrics has no rows for run(s) {missing}"
+            + runs_hint(missing, set(metrics.get("run_id", [])))
+        )
     mixed = mixed_inputs(
         load(lake, "eval/runs"), [*runs, *(recipes or []), *(phage or []), base, phage_base]
     )

@@ -21,7 +21,7 @@ import numpy as np
 from pyspark.sql import functions as F
 
 from evaluation.metrics import SECTIONS, metrics_from_ranks
-from evaluation.report import mixed_inputs
+from evaluation.report import mixed_inputs, runs_hint
 from lake import (
     add_lake_arguments,
     build_session,
@@ -186,7 +186,10 @@ def main(argv: list[str] | None = None) -> int:
     for run in dict.fromkeys(run for pair in pairs for run in pair):
         rows = per_query[per_query.run_id == run]
         if rows.empty:
-            parser.error(f"eval/per_query has no rows for run {run!r}")
+            parser.error(
+                f"eval/per_query has no rows for run {run!r}"
+                + runs_hint([run], set(per_query.run_id))
+            )
         dims = set(rows.dim)
         dim = args.dim if args.dim in dims else (0 if dims == {0} else None)
         if dim is None:

@@ -15,8 +15,8 @@ from lake.session import (
     iso_date,
     job_arguments,
     label,
-    lake_root,
     landscape,
+    path_or_uri,
     positive_int,
 )
 from lake.snapshots import MixedLakeError, visible_versions
@@ -47,9 +47,9 @@ __all__ = [
     "job_arguments",
     "join",
     "label",
-    "lake_root",
     "landscape",
     "latest_version",
+    "path_or_uri",
     "positive_int",
     "read_pandas",
     "read_table",

@@ -199,19 +199,20 @@ def job_arguments(description: str) -> argparse.ArgumentParser:
     return parser
 
 
-def lake_root(text: str) -> str:
-    """argparse type of ``--lake``: a URI as given, a local path made absolute.
+def path_or_uri(text: str) -> str:
+    """argparse type of ``--lake`` and the other folders Spark reads or writes: a URI as
+    given, a local path made absolute (from the working directory of the command).
 
     Delta reads a relative location in SQL (``delta.`data/lake/bronze/publications` ``) as
     table ``data/lake/...`` of a schema named ``delta`` (the first write failed on "schema
-    `spark_catalog`.`delta` cannot be found"), and a Spark Connect server would resolve it
-    against its own working directory, not the caller's.
+    `spark_catalog`.`delta` cannot be found"), and a Spark Connect server and its Python
+    workers resolve a relative path against their own working directories, not the caller's.
 
-    >>> lake_root("s3a://bucket/lake"), lake_root("file:/srv/lake"), lake_root("/srv/lake/")
-    ('s3a://bucket/lake', 'file:/srv/lake', '/srv/lake')
+    >>> path_or_uri("s3a://bucket/lake"), path_or_uri("file:/srv/lake"), path_or_uri("/srv/x/")
+    ('s3a://bucket/lake', 'file:/srv/lake', '/srv/x')
     """
     if not text.strip():
-        raise argparse.ArgumentTypeError("an empty path names no lake")
+        raise argparse.ArgumentTypeError("an empty path names no folder")
     if text.startswith("file:") or "://" in text:
         return text
     return os.path.abspath(os.path.expanduser(text))
@@ -221,7 +222,7 @@ def add_lake_arguments(parser: argparse.ArgumentParser, required: bool = False) 
     """``--lake`` and ``--master`` for any command that reads or writes the lake."""
     parser.add_argument(
         "--lake",
-        type=lake_root,
+        type=path_or_uri,
         required=required,
         default=None if required else DEFAULT_LAKE,
         help="lake root: a local path or any Spark URI (file://, s3a://, hdfs://, ...); "

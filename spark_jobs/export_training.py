@@ -19,7 +19,14 @@ import sys
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from lake import JobRun, add_landscape_argument, build_session, job_arguments, positive_int
+from lake import (
+    JobRun,
+    add_landscape_argument,
+    build_session,
+    job_arguments,
+    path_or_uri,
+    positive_int,
+)
 from lake.cli import run_job
 from schemas import defaults
 from spark_jobs.lib import export as export_rules
@@ -174,7 +181,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = job_arguments(__doc__.splitlines()[0])
     parser.add_argument("--dataset", choices=sorted(DATASETS), required=True)
     parser.add_argument("--format", choices=export_rules.FORMATS, default="parquet")
-    parser.add_argument("--out", required=True, help="output folder (any Spark URI)")
+    parser.add_argument(
+        "--out", type=path_or_uri, required=True, help="output folder (any Spark URI)"
+    )
     parser.add_argument("--rows-per-shard", type=positive_int, default=100_000)
     parser.add_argument(
         "--max-chars", type=positive_int, default=None, help="cap every text at N characters"

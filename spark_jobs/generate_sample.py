@@ -11,7 +11,7 @@ import dataclasses
 import json
 import sys
 
-from lake import build_session, positive_int
+from lake import build_session, path_or_uri, positive_int
 from lake.cli import run_job
 from spark_jobs.lib.sample.generate import generate
 from spark_jobs.lib.sample.plan import DIFFICULTY_PRESETS, Difficulty
@@ -42,7 +42,9 @@ _KNOBS = {
 
 def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, Difficulty]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", required=True, help="output folder (any Spark URI)")
+    parser.add_argument(
+        "--out", type=path_or_uri, required=True, help="output folder (any Spark URI)"
+    )
     parser.add_argument("--patents", type=positive_int, default=2000, help="publications to write")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument(

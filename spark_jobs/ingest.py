@@ -12,7 +12,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from lake import EmptyTableError, JobRun, build_session, job_arguments, positive_int
+from lake import EmptyTableError, JobRun, build_session, job_arguments, path_or_uri, positive_int
 from lake.cli import run_job
 from spark_jobs.lib import ingest as ingestion
 
@@ -164,7 +164,9 @@ def _count(
 
 def main(argv: list[str] | None = None) -> int:
     parser = job_arguments(__doc__.splitlines()[0])
-    parser.add_argument("--input", required=True, help="export folder or file (any Spark URI)")
+    parser.add_argument(
+        "--input", type=path_or_uri, required=True, help="export folder or file (any Spark URI)"
+    )
     parser.add_argument("--format", choices=FORMATS, default="google_patents")
     parser.add_argument(
         "--max-record-bytes",

@@ -30,7 +30,7 @@ import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from lake import JobRun, build_session, job_arguments, positive_int
+from lake import JobRun, build_session, job_arguments, path_or_uri, positive_int
 from lake.cli import run_job
 from lake.session import parallelism
 from lake.snapshots import stale_inputs
@@ -292,7 +292,10 @@ def run(
 def main(argv: list[str] | None = None) -> int:
     parser = job_arguments(__doc__.splitlines()[0])
     parser.add_argument(
-        "--retrieval", required=True, help="folder from prepare_retrieval + evaluation.index"
+        "--retrieval",
+        type=path_or_uri,
+        required=True,
+        help="folder from prepare_retrieval + evaluation.index",
     )
     parser.add_argument(
         "--encoder", required=True, help="encoder name of the embeddings in index/embeddings"

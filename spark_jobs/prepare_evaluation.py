@@ -20,7 +20,7 @@ import sys
 
 from pyspark.sql import SparkSession
 
-from lake import JobRun, build_session, fs, job_arguments, positive_int
+from lake import JobRun, build_session, fs, job_arguments, path_or_uri, positive_int
 from lake.cli import run_job
 from schemas import defaults
 from spark_jobs.lib import retrieval as retrieval_inputs
@@ -85,7 +85,9 @@ def run(
 
 def main(argv: list[str] | None = None) -> int:
     parser = job_arguments(__doc__.splitlines()[0])
-    parser.add_argument("--out", required=True, help="folder for the evaluation inputs (any URI)")
+    parser.add_argument(
+        "--out", type=path_or_uri, required=True, help="folder for the evaluation inputs (any URI)"
+    )
     parser.add_argument(
         "--probe-size",
         type=positive_int,

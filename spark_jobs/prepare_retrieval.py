@@ -13,7 +13,7 @@ import sys
 
 from pyspark.sql import SparkSession
 
-from lake import JobRun, add_landscape_argument, build_session, fs, job_arguments
+from lake import JobRun, add_landscape_argument, build_session, fs, job_arguments, path_or_uri
 from lake.cli import run_job
 from spark_jobs.lib import retrieval as retrieval_inputs
 from spark_jobs.lib.landscape import restrict as in_landscape
@@ -68,7 +68,9 @@ def run(
 
 def main(argv: list[str] | None = None) -> int:
     parser = job_arguments(__doc__.splitlines()[0])
-    parser.add_argument("--out", required=True, help="folder for the retrieval inputs")
+    parser.add_argument(
+        "--out", type=path_or_uri, required=True, help="folder for the retrieval inputs"
+    )
     add_landscape_argument(parser, "Stage II queries and candidates only from these sections")
     args = parser.parse_args(argv)
     spark = build_session("xembed-prepare-retrieval", args.master)

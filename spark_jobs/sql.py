@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 
 from lake import build_session, fs
-from lake.session import DEFAULT_LAKE, lake_root
+from lake.session import DEFAULT_LAKE, path_or_uri
 from lake.snapshots import succeeded_runs, visible
 from lake.tables import table_exists, table_path
 from schemas import TABLES
@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--lake",
-        type=lake_root,
+        type=path_or_uri,
         default=DEFAULT_LAKE,  # the jobs' default: a bare `sql` opens the lake they wrote
         help="lake root: a local path or any Spark URI; default $XEMBED_LAKE, else ./data/lake",
     )

@@ -225,6 +225,9 @@ def test_end_to_end_on_a_file_uri_lake_tables_report_significance_and_sql(
     with pytest.raises(SystemExit):
         significance.main(["--lake", lake_uri, "--a", "e2e-bm25", "--b", "e2e-base", "--k", "200"])
     assert "run 'e2e-bm25' searched 100 deep" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # a name, not a run id: the lake's runs are named
+        significance.main(["--lake", lake_uri, "--a", "e2e", "--b", "e2e-base"])
+    assert "no rows for run 'e2e'; the lake's runs: e2e-base, e2e-bm25" in capsys.readouterr().err
     assert DeltaTable(f"{lake}/eval/significance").to_pandas().k.max() == 100  # nothing written
     summary = report.summary_table(
         metrics, sig, ["e2e-bm25", "e2e-base"], 64, "e2e-bm25", "e2e-base"

@@ -60,7 +60,7 @@ def test_rewrite_replaces_rows_and_is_a_real_delta_table(spark, lake):
 def test_a_relative_lake_is_the_one_under_the_working_directory(spark, tmp_path, monkeypatch):
     """The README's `--lake data/lake` failed every job at its first write: Delta reads a
     relative location in SQL (delta.`data/lake/...`) as a table of a schema named `delta`."""
-    from lake import job_arguments, lake_root
+    from lake import job_arguments, path_or_uri
 
     monkeypatch.chdir(tmp_path)
     lake = job_arguments("a job").parse_args(["--lake", "data/lake"]).lake
@@ -68,7 +68,7 @@ def test_a_relative_lake_is_the_one_under_the_working_directory(spark, tmp_path,
     write_table(spark, families(spark, [ROW]), lake, "silver/families")
     assert len(DeltaTable(str(tmp_path / "data/lake/silver/families")).to_pandas()) == 1
     for uri in ("s3a://bucket/lake", "file:/srv/lake", "file:///srv/lake", "hdfs://nn/lake"):
-        assert lake_root(uri) == uri  # URIs are Spark's to resolve
+        assert path_or_uri(uri) == uri  # URIs are Spark's to resolve
     with pytest.raises(SystemExit):
         job_arguments("a job").parse_args(["--lake", " "])
 
@@ -242,6 +242,24 @@ def test_finish_keeps_the_exit_status_atexit_handlers_and_buffered_output(tmp_pa
         ),
         # a gate over no table validated nothing and passed
         ("expectations.run", ["--tables", " , "], "--tables names no table: ' , '"),
+        # the folders Spark reads or writes go through path_or_uri (made absolute: a Spark
+        # Connect server's Python workers failed on `mine_candidates --retrieval retrieval`)
+        *(
+            (module, [*argv, flag, ""], f"argument {flag}: an empty path names no folder")
+            for module, argv, flag in [
+                ("spark_jobs.curate", [], "--lake"),
+                ("spark_jobs.ingest", [], "--input"),
+                ("spark_jobs.generate_sample", [], "--out"),
+                ("spark_jobs.export_training", ["--dataset", "stage1"], "--out"),
+                ("spark_jobs.prepare_retrieval", [], "--out"),
+                ("spark_jobs.prepare_evaluation", [], "--out"),
+                ("spark_jobs.mine_candidates", ["--encoder", "e"], "--retrieval"),
+                ("evaluation.evaluate", ["--model", "m", "--name", "x"], "--inputs"),
+                ("evaluation.encode", ["--model", "m"], "--retrieval"),
+                ("evaluation.encode", ["--model", "m"], "--input"),
+                ("evaluation.encode", ["--model", "m", "--input", "i"], "--out"),
+            ]
+        ),
     ],
 )
 def test_job_flags_refuse_bad_values_by_name_before_spark_starts(module, argv, message, capsys):

@@ -11,7 +11,7 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
-from lake import build_session, lake_root, write_rows
+from lake import build_session, path_or_uri, write_rows
 from lake.tables import sql_string
 
 
@@ -40,7 +40,7 @@ def write_registry(
     write_rows(
         spark,
         [row],
-        lake_root(lake),  # a relative path as the trainer's working directory sees it
+        path_or_uri(lake),  # a relative path as the trainer's working directory sees it
         "models/registry",
         replace_where=f"model_id = {sql_string(row['model_id'])}",
     )
