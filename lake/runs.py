@@ -45,6 +45,10 @@ class EmptyTableError(RuntimeError):
     """A job would replace a table with nothing, or read an empty input (see --allow-empty)."""
 
 
+class NoLakeError(FileNotFoundError):
+    """A job read an input where no lake folder is (a mistyped ``--lake``, most likely)."""
+
+
 class JobRun:
     """Context of one job run: pinned reads, contract writes, counters, run log row."""
 
@@ -88,8 +92,8 @@ class JobRun:
             return read_table(self.spark, self.lake, name, self.inputs[name])
         path = table_path(self.lake, name)
         if not table_exists(self.spark, path):
-            if no_lake := fs.no_lake_folder(self.lake):  # a mistyped --lake, most likely
-                raise FileNotFoundError(f"{self.job}: input table {name}: {no_lake}")
+            if no_lake := fs.no_lake_folder(self.lake):
+                raise NoLakeError(f"{self.job}: input table {name}: {no_lake}")
             raise FileNotFoundError(
                 f"{self.job}: input table {name} does not exist at {path}; "
                 "run the job that writes it first"
@@ -259,9 +263,9 @@ class JobRun:
         spec = table("meta/job_runs")
         path = table_path(self.lake, spec.name)
         try:
-            if exc is not None and not self.outputs and fs.no_lake_folder(self.lake):
-                # a failed run that wrote nothing where no lake is (a mistyped --lake) would
-                # create a lake folder only to hold its record: the error line is the record
+            if isinstance(exc, NoLakeError):
+                # recording it would create a lake folder (under a mistyped --lake) only to
+                # hold that record; a failed ingest into a new lake is still recorded
                 raise FileNotFoundError(f"no lake at {self.lake}")
             ensure_table(self.spark, path, spec)
             frame = self.spark.createDataFrame([row], spec.spark_schema())
