@@ -10,6 +10,8 @@ said in a comment containing "deferred" on the import or the line above it.
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -139,3 +141,19 @@ def test_the_checks_report_planted_violations(tmp_path):
     assert "trainer/bad.py:2 imports spark_jobs" in layer_violations(tmp_path)
     assert "trainer/bad.py:2 imports spark_jobs" in nested_violations(tmp_path)
     assert cycle(tmp_path) == ["spark_jobs.a", "spark_jobs.b", "spark_jobs.a"]
+
+
+def test_the_commands_run_from_a_folder_holding_folders_named_like_the_packages(tmp_path):
+    """`python -m` puts the working directory first on sys.path. Under setuptools' import-hook
+    editable install a `lake/` folder there (`--lake lake`, a user's work folder) became an
+    empty namespace package ahead of the installed one, and every command failed at import:
+    `cannot import name 'build_session' from 'lake' (unknown location)`. The install now puts
+    the project root on sys.path, where a regular package wins over a namespace portion."""
+    for package in PACKAGES:
+        (tmp_path / package).mkdir()
+    probe = "; ".join(f"import {p}; assert {p}.__file__, {p}.__path__" for p in PACKAGES)
+    for argv in (["-c", probe], ["-m", "evaluation.index", "--help"]):
+        done = subprocess.run(
+            [sys.executable, *argv], cwd=tmp_path, capture_output=True, text=True, check=False
+        )
+        assert done.returncode == 0, f"{argv}: {done.stderr[-2000:]}"
