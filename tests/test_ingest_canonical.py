@@ -169,8 +169,48 @@ def test_a_damaged_or_mistyped_parquet_file_is_quarantined_the_others_ingested(s
         "part-1.parquet",
         "part-2.parquet",
     ]
-    assert all(json.loads(r)["error"] for r in quarantine.record)
+    errors = [json.loads(r)["error"] for r in quarantine.record]
+    assert (
+        errors[0]
+        and "column ipc holds bigint values, the input schema says array<string>" in (errors[1])
+    )
     assert metrics["files_left_out"] == 2 and metrics["records_kept"] == 5
+
+
+def test_parquet_columns_of_only_nulls_are_read_as_nulls_not_left_out(spark, tmp_path):
+    """pyarrow and pandas store a column of only nulls (or only empty lists) with Parquet's
+    null type: a citations file without one NPL reference, patents without descriptions. Spark
+    refuses to read that type as a string, and ingest left such a file out whole as
+    ``unreadable_file``."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    source, lake = tmp_path / "canonical", str(tmp_path / "lake")
+    for folder in ("patents", "citations"):
+        (source / folder).mkdir(parents=True)
+    rows = [patent(f"EP-{i}-A1", f"F{i}", description=None, ipc=[]) for i in range(3)]
+    patents = pa.Table.from_pylist(rows)
+    assert pa.types.is_null(patents.schema.field("description").type)
+    assert pa.types.is_null(patents.schema.field("ipc").type.value_type)
+    pq.write_table(patents, source / "patents" / "part-0.parquet")
+    typed = pa.Table.from_pylist([patent("EP-9-A1", "F9")])  # a file of the input's own types
+    pq.write_table(typed, source / "patents" / "part-1.parquet")
+    cites = [
+        {"citing": "EP-1-A1", "cited": c, "category": "X", "source": "SEA", "npl_text": None}
+        for c in ("EP-2-A1", "EP-9-A1")
+    ]
+    pq.write_table(pa.Table.from_pylist(cites), source / "citations" / "part-0.parquet")
+
+    metrics = ingest.run(spark, lake, str(source), "canonical")
+
+    assert metrics["files_left_out"] == 0 and metrics["records_kept"] == 4
+    assert DeltaTable(f"{lake}/quarantine").to_pandas().empty
+    pubs = DeltaTable(f"{lake}/bronze/publications").to_pandas().set_index("publication_number")
+    assert list(pubs.loc["EP-0-A1", "ipc"]) == [] and list(pubs.loc["EP-9-A1", "ipc"])
+    assert len(pubs.loc["EP-0-A1", "description_localized"]) == 0
+    assert pubs.loc["EP-9-A1", "description_localized"][0]["text"] == "Cups."
+    citations = DeltaTable(f"{lake}/bronze/citations").to_pandas()
+    assert sorted(citations.cited) == ["EP-2-A1", "EP-9-A1"] and citations.resolved.all()
 
 
 def test_an_input_laid_out_for_the_other_format_is_refused_by_name(spark, tmp_path):

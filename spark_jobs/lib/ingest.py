@@ -7,9 +7,11 @@ quarantine row with a reason; exact duplicate lines collapse into one row (count
 from __future__ import annotations
 
 import json
+from functools import reduce
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType, DataType
 
 from lake import fs
 from schemas.inputs import (
@@ -97,20 +99,61 @@ def _readable_and_left_out(probes) -> tuple[list[str], list[fs.FileProbe]]:
     return [p.path for p in probes if p.readable], [p for p in probes if not p.readable]
 
 
+def _non_null_values(column: str, stored: DataType) -> Column:
+    """How many values (array elements, for an array) ``column`` holds in a file."""
+    if isinstance(stored, ArrayType):
+        kept = F.filter(F.col(column), lambda value: value.isNotNull())
+        return F.coalesce(F.sum(F.size(kept)), F.lit(0))
+    return F.count(F.col(column))
+
+
+def parquet_read_ddl(spark: SparkSession, name: str, fields) -> str:
+    """The schema to read the Parquet file ``name`` with: the input's, except for a column the
+    file stores with another type but only nulls (or only empty lists) in it, which is read as
+    stored and cast by the caller (``_read_canonical_part``). pyarrow and pandas write such a
+    column with Parquet's null type, which Spark reads as ``int``: a citations file without one
+    NPL reference was left out whole as ``unreadable_file``. A column of another type that
+    holds values fails the file's probe, naming the column."""
+    stored = {f.name: f.dataType for f in spark.read.parquet(name).schema.fields}
+    other = {n: stored[n] for n, t, _ in fields if n in stored and stored[n].simpleString() != t}
+    if other:
+        held = (
+            spark.read.parquet(name)
+            .select(*[_non_null_values(n, kind).alias(n) for n, kind in other.items()])
+            .first()
+        )
+        mistyped = next((n for n in other if held[n]), None)
+        if mistyped is not None:
+            wanted = dict((n, t) for n, t, _ in fields)[mistyped]
+            raise ValueError(
+                f"column {mistyped} holds {other[mistyped].simpleString()} values, "
+                f"the input schema says {wanted}"
+            )
+    return ", ".join(f"`{n}` {other[n].simpleString() if n in other else t}" for n, t, _ in fields)
+
+
 def probe_parquet_files(
-    spark: SparkSession, path: str, ddl: str
-) -> tuple[list[str], list[fs.FileProbe]]:
-    """The Parquet files under ``path`` that read whole with schema ``ddl``, and the probes of
-    the others (a truncated file, a corrupt page, a column of another type): each file is read
-    once in full (a ``noop`` write) before the job reads them together."""
+    spark: SparkSession, path: str, fields
+) -> tuple[dict[str, list[str]], list[fs.FileProbe]]:
+    """The Parquet files under ``path`` that read whole with the input schema ``fields``
+    (``parquet_read_ddl``), grouped by the schema to read them with, and the probes of the
+    others (a truncated file, a corrupt page, a column of another type): each file is read once
+    in full (a ``noop`` write) before the job reads them together."""
+    ddls: dict[str, str] = {}
 
     def read_whole(name: str) -> None:
+        ddl = parquet_read_ddl(spark, name, fields)
         spark.read.schema(ddl).parquet(name).write.format("noop").mode("overwrite").save()
+        ddls[name] = ddl
 
-    return _readable_and_left_out(
+    readable, damaged = _readable_and_left_out(
         fs.probe_by_reading(name, lambda name=name: read_whole(name))
-        for name in sorted(spark.read.schema(ddl).parquet(path).inputFiles())
+        for name in sorted(spark.read.schema(canonical_ddl(fields)).parquet(path).inputFiles())
     )
+    groups: dict[str, list[str]] = {}
+    for name in readable:
+        groups.setdefault(ddls[name], []).append(name)
+    return groups, damaged
 
 
 def file_reason(probe: fs.FileProbe) -> str:
@@ -242,19 +285,26 @@ def _read_canonical_part(
         lines, damaged = read_lines(spark, path)
         left_out.extend(damaged)
         return parse_lines(lines, fields, max_record_bytes)
-    ddl = canonical_ddl(fields)
-    readable, damaged = probe_parquet_files(spark, path, ddl)
+    groups, damaged = probe_parquet_files(spark, path, fields)
     left_out.extend(damaged)
-    if readable:
-        frame = spark.read.schema(ddl).parquet(*readable)
-    else:
-        frame = spark.createDataFrame([], ddl)
+    typed = [F.col(name).cast(kind).alias(name) for name, kind, _ in fields]
+    frames = [
+        spark.read.schema(ddl)
+        .parquet(*names)
+        .select(*typed, F.col("_metadata.file_path").alias("source_file"))
+        for ddl, names in groups.items()
+    ]
+    frame = (
+        reduce(DataFrame.unionByName, frames)
+        if frames
+        else spark.createDataFrame([], canonical_ddl(fields)).select(
+            *typed, F.lit(None).cast("string").alias("source_file")
+        )
+    )
     columns = [F.col(name) for name, *_ in fields]
     return frame.select(
         F.to_json(F.struct(*columns)).alias("raw"),
-        F.col("_metadata.file_path").alias("source_file")
-        if readable
-        else F.lit(None).cast("string").alias("source_file"),
+        "source_file",
         *columns,
         F.lit(False).alias("corrupt"),
         F.lit(None).cast("string").alias("bad_field"),
