@@ -32,7 +32,8 @@ CORRUPT_RECORD = "_corrupt_record"
 
 # Canonical format: a folder with `patents` and `citations` (JSON lines, optionally .gz, or
 # Parquet). One patent per row in one language; one citation per row. Dates are
-# 'YYYY-MM-DD' or YYYYMMDD; ipc/cpc are arrays of codes, the first being the main one.
+# 'YYYY-MM-DD' or YYYYMMDD (in Parquet also a date, timestamp or integer column);
+# ipc/cpc are arrays of codes, the first being the main one.
 CANONICAL_PATENT_FIELDS = (
     ("publication_number", "string", "required, e.g. 'EP-3456789-A1'"),
     ("family_id", "string", "required: DOCDB simple family id"),

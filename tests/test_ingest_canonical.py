@@ -177,11 +177,13 @@ def test_a_damaged_or_mistyped_parquet_file_is_quarantined_the_others_ingested(s
     assert metrics["files_left_out"] == 2 and metrics["records_kept"] == 5
 
 
-def test_parquet_columns_of_only_nulls_are_read_as_nulls_not_left_out(spark, tmp_path):
+def test_parquet_null_columns_and_typed_dates_are_read_not_left_out(spark, tmp_path):
     """pyarrow and pandas store a column of only nulls (or only empty lists) with Parquet's
-    null type: a citations file without one NPL reference, patents without descriptions. Spark
-    refuses to read that type as a string, and ingest left such a file out whole as
-    ``unreadable_file``."""
+    null type: a citations file without one NPL reference, patents without descriptions; and
+    dates as dates, timestamps or integers. Spark refuses to read any of these as a string, and
+    ingest left such a file out whole as ``unreadable_file``."""
+    import datetime as dt
+
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -195,6 +197,13 @@ def test_parquet_columns_of_only_nulls_are_read_as_nulls_not_left_out(spark, tmp
     pq.write_table(patents, source / "patents" / "part-0.parquet")
     typed = pa.Table.from_pylist([patent("EP-9-A1", "F9")])  # a file of the input's own types
     pq.write_table(typed, source / "patents" / "part-1.parquet")
+    dated = pa.Table.from_pylist([patent("EP-D-A1", "FD")]).drop_columns(
+        ["publication_date", "filing_date"]
+    )
+    dated = dated.append_column("publication_date", pa.array([dt.date(2021, 3, 4)]))
+    dated = dated.append_column("filing_date", pa.array([dt.datetime(2020, 1, 2, 23, 59)]))
+    dated = dated.append_column("priority_date", pa.array([20191231], pa.int64()))
+    pq.write_table(dated, source / "patents" / "part-2.parquet")
     cites = [
         {"citing": "EP-1-A1", "cited": c, "category": "X", "source": "SEA", "npl_text": None}
         for c in ("EP-2-A1", "EP-9-A1")
@@ -203,12 +212,18 @@ def test_parquet_columns_of_only_nulls_are_read_as_nulls_not_left_out(spark, tmp
 
     metrics = ingest.run(spark, lake, str(source), "canonical")
 
-    assert metrics["files_left_out"] == 0 and metrics["records_kept"] == 4
+    assert metrics["files_left_out"] == 0 and metrics["records_kept"] == 5
     assert DeltaTable(f"{lake}/quarantine").to_pandas().empty
     pubs = DeltaTable(f"{lake}/bronze/publications").to_pandas().set_index("publication_number")
     assert list(pubs.loc["EP-0-A1", "ipc"]) == [] and list(pubs.loc["EP-9-A1", "ipc"])
     assert len(pubs.loc["EP-0-A1", "description_localized"]) == 0
     assert pubs.loc["EP-9-A1", "description_localized"][0]["text"] == "Cups."
+    dates = pubs.loc["EP-D-A1", ["publication_date", "filing_date", "priority_date"]]
+    assert [str(d) for d in dates] == ["2021-03-04", "2020-01-02", "2019-12-31"]
+    assert [str(d) for d in pubs.loc["EP-9-A1", ["publication_date", "filing_date"]]] == [
+        "2021-03-04",
+        "2020-01-02",
+    ]
     citations = DeltaTable(f"{lake}/bronze/citations").to_pandas()
     assert sorted(citations.cited) == ["EP-2-A1", "EP-9-A1"] and citations.resolved.all()
 

@@ -107,53 +107,77 @@ def _non_null_values(column: str, stored: DataType) -> Column:
     return F.count(F.col(column))
 
 
-def parquet_read_ddl(spark: SparkSession, name: str, fields) -> str:
-    """The schema to read the Parquet file ``name`` with: the input's, except for a column the
-    file stores with another type but only nulls (or only empty lists) in it, which is read as
-    stored and cast by the caller (``_read_canonical_part``). pyarrow and pandas write such a
-    column with Parquet's null type, which Spark reads as ``int``: a citations file without one
-    NPL reference was left out whole as ``unreadable_file``. A column of another type that
-    holds values fails the file's probe, naming the column."""
+# Parquet types a canonical date column may have besides the input's string: a calendar date,
+# a timestamp (its UTC date) or an integer YYYYMMDD, as pandas and pyarrow write dates.
+PARQUET_DATE_TYPES = ("date", "timestamp", "timestamp_ntz", "int", "bigint")
+
+
+def parquet_read_types(spark: SparkSession, name: str, fields) -> tuple[str, ...]:
+    """The type to read each column of ``fields`` with from the Parquet file ``name``: the
+    input's, except where the file stores another type that ``as_input_type`` converts. That is
+    a date column (``*_date``) stored as a date, a timestamp or an integer YYYYMMDD, and any
+    column that holds no value: pyarrow and pandas store a column of only nulls (or only empty
+    lists) with Parquet's null type, which Spark reads as ``int``, so a citations file without
+    one NPL reference was left out whole as ``unreadable_file``. Any other column of another
+    type fails the file's probe, naming the column."""
     stored = {f.name: f.dataType for f in spark.read.parquet(name).schema.fields}
     other = {n: stored[n] for n, t, _ in fields if n in stored and stored[n].simpleString() != t}
-    if other:
+    dates = {
+        n for n in other if n.endswith("_date") and other[n].simpleString() in PARQUET_DATE_TYPES
+    }
+    checked = {n: kind for n, kind in other.items() if n not in dates}
+    if checked:
         held = (
             spark.read.parquet(name)
-            .select(*[_non_null_values(n, kind).alias(n) for n, kind in other.items()])
+            .select(*[_non_null_values(n, kind).alias(n) for n, kind in checked.items()])
             .first()
         )
-        mistyped = next((n for n in other if held[n]), None)
+        mistyped = next((n for n in checked if held[n]), None)
         if mistyped is not None:
             wanted = dict((n, t) for n, t, _ in fields)[mistyped]
             raise ValueError(
-                f"column {mistyped} holds {other[mistyped].simpleString()} values, "
+                f"column {mistyped} holds {checked[mistyped].simpleString()} values, "
                 f"the input schema says {wanted}"
             )
-    return ", ".join(f"`{n}` {other[n].simpleString() if n in other else t}" for n, t, _ in fields)
+    return tuple(other[n].simpleString() if n in other else t for n, t, _ in fields)
+
+
+def as_input_type(name: str, stored: str, wanted: str) -> Column:
+    """Column ``name``, read from Parquet as ``stored`` (``parquet_read_types``), as ``wanted``:
+    a timestamp becomes its date (the session's time zone, UTC), a date ``YYYY-MM-DD``, an
+    integer its digits (then checked as YYYYMMDD), nulls stay nulls."""
+    column = F.col(name)
+    if stored.startswith("timestamp"):
+        column = column.cast("date")
+    return column.cast(wanted).alias(name)
 
 
 def probe_parquet_files(
     spark: SparkSession, path: str, fields
 ) -> tuple[dict[str, list[str]], list[fs.FileProbe]]:
     """The Parquet files under ``path`` that read whole with the input schema ``fields``
-    (``parquet_read_ddl``), grouped by the schema to read them with, and the probes of the
+    (``parquet_read_types``), grouped by the types to read them with, and the probes of the
     others (a truncated file, a corrupt page, a column of another type): each file is read once
     in full (a ``noop`` write) before the job reads them together."""
-    ddls: dict[str, str] = {}
+    types: dict[str, tuple[str, ...]] = {}
 
     def read_whole(name: str) -> None:
-        ddl = parquet_read_ddl(spark, name, fields)
+        types[name] = parquet_read_types(spark, name, fields)
+        ddl = parquet_ddl(fields, types[name])
         spark.read.schema(ddl).parquet(name).write.format("noop").mode("overwrite").save()
-        ddls[name] = ddl
 
     readable, damaged = _readable_and_left_out(
         fs.probe_by_reading(name, lambda name=name: read_whole(name))
         for name in sorted(spark.read.schema(canonical_ddl(fields)).parquet(path).inputFiles())
     )
-    groups: dict[str, list[str]] = {}
+    groups: dict[tuple[str, ...], list[str]] = {}
     for name in readable:
-        groups.setdefault(ddls[name], []).append(name)
+        groups.setdefault(types[name], []).append(name)
     return groups, damaged
+
+
+def parquet_ddl(fields, types: tuple[str, ...]) -> str:
+    return ", ".join(f"`{name}` {kind}" for (name, *_), kind in zip(fields, types, strict=True))
 
 
 def file_reason(probe: fs.FileProbe) -> str:
@@ -287,18 +311,20 @@ def _read_canonical_part(
         return parse_lines(lines, fields, max_record_bytes)
     groups, damaged = probe_parquet_files(spark, path, fields)
     left_out.extend(damaged)
-    typed = [F.col(name).cast(kind).alias(name) for name, kind, _ in fields]
     frames = [
-        spark.read.schema(ddl)
+        spark.read.schema(parquet_ddl(fields, types))
         .parquet(*names)
-        .select(*typed, F.col("_metadata.file_path").alias("source_file"))
-        for ddl, names in groups.items()
+        .select(
+            *[as_input_type(n, read, t) for (n, t, _), read in zip(fields, types, strict=True)],
+            F.col("_metadata.file_path").alias("source_file"),
+        )
+        for types, names in groups.items()
     ]
     frame = (
         reduce(DataFrame.unionByName, frames)
         if frames
-        else spark.createDataFrame([], canonical_ddl(fields)).select(
-            *typed, F.lit(None).cast("string").alias("source_file")
+        else spark.createDataFrame([], canonical_ddl(fields)).withColumn(
+            "source_file", F.lit(None).cast("string")
         )
     )
     columns = [F.col(name) for name, *_ in fields]
