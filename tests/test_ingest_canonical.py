@@ -6,6 +6,7 @@ import pytest
 from deltalake import DeltaTable
 
 from spark_jobs import ingest
+from tests.conftest import gp_record
 
 pytestmark = pytest.mark.spark
 
@@ -226,6 +227,33 @@ def test_parquet_null_columns_and_typed_dates_are_read_not_left_out(spark, tmp_p
     ]
     citations = DeltaTable(f"{lake}/bronze/citations").to_pandas()
     assert sorted(citations.cited) == ["EP-2-A1", "EP-9-A1"] and citations.resolved.all()
+
+
+def test_files_in_subfolders_of_the_input_are_read_in_both_formats(spark, tmp_path):
+    """An export written as ``2023/part-*`` and ``2024/part-*``: ingest read only the files
+    directly in ``--input`` and failed with "the input holds no record"; with files at both
+    levels it left the subfolders' out without a word. ``_``-names stay skipped."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    export = tmp_path / "export"
+    for year, number in (("2023", "1"), ("2024", "2"), ("2024/q4", "3"), (".", "4")):
+        record = gp_record(number=f"US-{number}-A1", family=f"F{number}")
+        write_jsonl(export / year / f"part-{number}.jsonl", [record])
+    write_jsonl(export / "_tmp" / "part-9.jsonl", ["not json"])
+    metrics = ingest.run(spark, str(tmp_path / "lake"), str(export), "google_patents")
+    assert metrics["records_kept"] == 4 and metrics["records_total"] == 4
+
+    canonical = tmp_path / "canonical"
+    (canonical / "patents" / "2024").mkdir(parents=True)
+    rows = [patent(f"EP-{i}-A1", f"F{i}") for i in range(2)]
+    pq.write_table(pa.Table.from_pylist(rows), canonical / "patents" / "2024" / "part-0.parquet")
+    write_jsonl(
+        canonical / "citations" / "2024" / "part-0.jsonl",
+        [{"citing": "EP-0-A1", "cited": "EP-1-A1", "category": "X", "source": "SEA"}],
+    )
+    metrics = ingest.run(spark, str(tmp_path / "lake2"), str(canonical), "canonical")
+    assert metrics["records_kept"] == 2 and metrics["citations_x_resolved"] == 1
 
 
 def test_an_input_laid_out_for_the_other_format_is_refused_by_name(spark, tmp_path):

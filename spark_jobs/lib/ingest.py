@@ -87,11 +87,16 @@ def read_lines(spark: SparkSession, path: str) -> tuple[DataFrame, list[fs.FileP
     return lines.where(F.trim("value") != ""), left_out
 
 
+def input_files(spark: SparkSession, path: str) -> list[str]:
+    """Every file an input path names: a file, a glob, or a folder with the files of its
+    subfolders (an export written as ``2024/part-*``); Spark skips names starting with ``_``
+    or ``.`` (``_SUCCESS``, ``.crc`` files)."""
+    return sorted(spark.read.option("recursiveFileLookup", "true").text(path).inputFiles())
+
+
 def probe_files(spark: SparkSession, path: str) -> tuple[list[str], list[fs.FileProbe]]:
     """The files under ``path`` Spark can read to their end, and the probes of the others."""
-    return _readable_and_left_out(
-        fs.probe_file(spark, name) for name in sorted(spark.read.text(path).inputFiles())
-    )
+    return _readable_and_left_out(fs.probe_file(spark, name) for name in input_files(spark, path))
 
 
 def _readable_and_left_out(probes) -> tuple[list[str], list[fs.FileProbe]]:
@@ -168,7 +173,7 @@ def probe_parquet_files(
 
     readable, damaged = _readable_and_left_out(
         fs.probe_by_reading(name, lambda name=name: read_whole(name))
-        for name in sorted(spark.read.schema(canonical_ddl(fields)).parquet(path).inputFiles())
+        for name in input_files(spark, path)
     )
     groups: dict[tuple[str, ...], list[str]] = {}
     for name in readable:
@@ -304,8 +309,7 @@ def _read_canonical_part(
     (``read_lines``: the same size limit, UTF-8 check and mistyped-field names); Parquet files
     are probed by reading each whole with the schema (``probe_parquet_files``). The files left
     out are appended to ``left_out`` for the file quarantine."""
-    names = fs.list_names(spark, path) or [path]
-    if not (any(n.endswith(".parquet") for n in names) or path.endswith(".parquet")):
+    if not any(name.endswith(".parquet") for name in input_files(spark, path)):
         lines, damaged = read_lines(spark, path)
         left_out.extend(damaged)
         return parse_lines(lines, fields, max_record_bytes)
