@@ -141,10 +141,11 @@ bench: setup  ## benchmarks (JSON under benchmarks/results/): ingest+curate, bui
 
 dist: setup  ## dist/xembed.zip: the Python packages, for spark-submit --py-files on a cluster
 	@mkdir -p dist
-	$(PY) -c "import pathlib, zipfile; \
+	$(PY) -c "import pathlib, tomllib, zipfile; \
+	find = tomllib.loads(pathlib.Path('pyproject.toml').read_text())['tool']['setuptools']['packages']['find']; \
 	z = zipfile.ZipFile('dist/xembed.zip', 'w', zipfile.ZIP_DEFLATED); \
-	[z.write(p) for pkg in ('schemas', 'lake', 'retrieval', 'spark_jobs', 'trainer', 'evaluation', 'expectations') \
-	 for p in sorted(pathlib.Path(pkg).rglob('*')) if p.is_file() and '__pycache__' not in p.parts]"
+	[z.write(p) for pkg in find['include'] for p in sorted(pathlib.Path(pkg.rstrip('*')).rglob('*')) \
+	 if p.is_file() and '__pycache__' not in p.parts]"
 	@echo "wrote dist/xembed.zip"
 
 constraints:  ## re-pin constraints.txt from the current venv (keeps the header comments)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -157,3 +158,13 @@ def test_the_commands_run_from_a_folder_holding_folders_named_like_the_packages(
             [sys.executable, *argv], cwd=tmp_path, capture_output=True, text=True, check=False
         )
         assert done.returncode == 0, f"{argv}: {done.stderr[-2000:]}"
+
+
+def test_the_install_and_the_cluster_zip_ship_the_packages_checked_here():
+    """pyproject's package list is what `pip install` and `make dist` (the `--py-files` zip for
+    a cluster's executors) ship; a package missing there imports locally from the checkout and
+    fails only on a cluster."""
+    found = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    assert [p.removesuffix("*") for p in found["find"]["include"]] == list(PACKAGES)
+    on_disk = {p.parent.name for p in REPO.glob("*/__init__.py")} - {"tests"}
+    assert on_disk == set(PACKAGES)
