@@ -139,7 +139,7 @@ def parquet_read_types(spark: SparkSession, name: str, fields) -> tuple[str, ...
         )
         mistyped = next((n for n in checked if held[n]), None)
         if mistyped is not None:
-            wanted = dict((n, t) for n, t, _ in fields)[mistyped]
+            wanted = next(t for n, t, _ in fields if n == mistyped)
             raise ValueError(
                 f"column {mistyped} holds {checked[mistyped].simpleString()} values, "
                 f"the input schema says {wanted}"
@@ -159,7 +159,7 @@ def as_input_type(name: str, stored: str, wanted: str) -> Column:
 
 def probe_parquet_files(
     spark: SparkSession, path: str, fields
-) -> tuple[dict[str, list[str]], list[fs.FileProbe]]:
+) -> tuple[dict[tuple[str, ...], list[str]], list[fs.FileProbe]]:
     """The Parquet files under ``path`` that read whole with the input schema ``fields``
     (``parquet_read_types``), grouped by the types to read them with, and the probes of the
     others (a truncated file, a corrupt page, a column of another type): each file is read once
