@@ -71,7 +71,9 @@ def run(
                 ingestion.to_bronze_publications(keep, fmt, ingested_at), "bronze/publications"
             )
         except EmptyTableError as error:
-            raise EmptyTableError(f"{error}; {ingestion.why_nothing_kept(validated)}") from None
+            files = ingestion.input_files(spark, ingestion.patents_path(input_path, fmt))
+            why = ingestion.why_nothing_kept(validated, files)
+            raise EmptyTableError(f"{error}; {why}") from None
         publications = job.read("bronze/publications")
 
         quarantine = ingestion.to_quarantine(rejected, ingested_at).unionByName(

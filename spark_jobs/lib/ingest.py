@@ -373,6 +373,11 @@ def layout_error(spark: SparkSession, path: str, fmt: str) -> str | None:
     return None
 
 
+def patents_path(path: str, fmt: str) -> str:
+    """Where the patent records of an input of format ``fmt`` are."""
+    return f"{path}/patents" if fmt == "canonical" else path
+
+
 def read_canonical(
     spark: SparkSession, path: str, max_record_bytes: int = MAX_RECORD_BYTES
 ) -> tuple[DataFrame, DataFrame, list[fs.FileProbe]]:
@@ -381,7 +386,7 @@ def read_canonical(
     foreign, see ``read_lines``)."""
     left_out: list[fs.FileProbe] = []
     patents = _read_canonical_part(
-        spark, f"{path}/patents", CANONICAL_PATENT_FIELDS, left_out, max_record_bytes
+        spark, patents_path(path, "canonical"), CANONICAL_PATENT_FIELDS, left_out, max_record_bytes
     )
 
     def localized(column: str) -> Column:
@@ -600,10 +605,13 @@ def to_bronze_publications(valid: DataFrame, source_format: str, ingested_at) ->
     )
 
 
-def why_nothing_kept(validated: DataFrame) -> str:
-    """Why no record of ``validated`` (``with_validation``'s rows) is kept, for the error of
-    a run that would write an empty bronze/publications: the reasons and their counts, and a
-    hint when the lines are pieces of one JSON document rather than one record per line."""
+def why_nothing_kept(validated: DataFrame, files: list[str]) -> str:
+    """Why no record of ``validated`` (``with_validation``'s rows, read from ``files``) is
+    kept, for the error of a run that would write an empty bronze/publications: no file, only
+    blank lines, or the reasons and their counts, with a hint when the lines are pieces of one
+    JSON document rather than one record per line."""
+    if not files:
+        return "the input holds no file (names starting with _ or . are skipped)"
     reasons = (
         validated.groupBy(F.coalesce("reason", F.lit("duplicate_id_conflict")).alias("r"))
         .count()
@@ -611,7 +619,7 @@ def why_nothing_kept(validated: DataFrame) -> str:
         .collect()
     )
     if not reasons:
-        return "the input holds no record (only blank lines?)"
+        return f"the input's {len(files):,} file(s) hold no record, only blank lines"
     told = ", ".join(f"{row['r']}: {row['count']:,}" for row in reasons[:5])
     text = f"no record is valid: {sum(row['count'] for row in reasons):,} rejected ({told})"
     pieces = validated.where(F.trim("raw").isin("[", "{", "]", "}", "},", "],")).limit(1)

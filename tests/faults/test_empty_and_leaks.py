@@ -32,7 +32,10 @@ def test_an_empty_input_fails_and_leaves_a_good_lake_as_it_was(spark, pipeline, 
     empty = tmp_path / "empty"
     empty.mkdir()
     before = {t: _state(lake, t) for t in ("bronze/publications", "bronze/citations", "quarantine")}
-    with pytest.raises(EmptyTableError, match=r"would be empty.*the input holds no record"):
+    with pytest.raises(EmptyTableError, match=r"would be empty.*the input holds no file"):
+        ingest.run(spark, lake, str(empty), "google_patents")
+    (empty / "part-0.jsonl").write_text("\n  \n")
+    with pytest.raises(EmptyTableError, match=r"1 file\(s\) hold no record, only blank lines"):
         ingest.run(spark, lake, str(empty), "google_patents")
     assert {t: _state(lake, t) for t in before} == before
     runs = DeltaTable(f"{lake}/meta/job_runs").to_pandas()
