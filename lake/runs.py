@@ -262,20 +262,22 @@ class JobRun:
         }
         spec = table("meta/job_runs")
         path = table_path(self.lake, spec.name)
-        try:
-            if isinstance(exc, NoLakeError):
-                # recording it would create a lake folder (under a mistyped --lake) only to
-                # hold that record; a failed ingest into a new lake is still recorded
-                raise FileNotFoundError(f"no lake at {self.lake}")
-            ensure_table(self.spark, path, spec)
-            frame = self.spark.createDataFrame([row], spec.spark_schema())
-            retry_conflicts(
-                lambda: frame.write.format("delta").mode("append").save(path), "record the run"
-            )
-        except Exception as log_exc:  # never hide the job's own error behind the log's
-            if exc is None:
-                raise
-            self.info(f"could not record the failed run: {log_exc}")
+        if isinstance(exc, NoLakeError):
+            # recording it would create a lake folder (under a mistyped --lake) only to hold
+            # that record; a failed ingest into a new lake is still recorded
+            self.info(f"could not record the failed run: no lake at {self.lake}")
+        else:
+            try:
+                ensure_table(self.spark, path, spec)
+                frame = self.spark.createDataFrame([row], spec.spark_schema())
+                retry_conflicts(
+                    lambda: frame.write.format("delta").mode("append").save(path),
+                    "record the run",
+                )
+            except Exception as log_exc:  # never hide the job's own error behind the log's
+                if exc is None:
+                    raise
+                self.info(f"could not record the failed run: {log_exc}")
         self.report()
         self.info(f"{status}")
         # The last stdout line is the task's XCom under Airflow: ids and versions, never data.
