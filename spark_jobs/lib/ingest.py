@@ -125,18 +125,17 @@ def parquet_read_types(spark: SparkSession, name: str, fields) -> tuple[str, ...
     lists) with Parquet's null type, which Spark reads as ``int``, so a citations file without
     one NPL reference was left out whole as ``unreadable_file``. Any other column of another
     type fails the file's probe, naming the column."""
-    stored = {f.name: f.dataType for f in spark.read.parquet(name).schema.fields}
+    frame = spark.read.parquet(name)  # its schema: the file's footer, read once here
+    stored = {f.name: f.dataType for f in frame.schema.fields}
     other = {n: stored[n] for n, t, _ in fields if n in stored and stored[n].simpleString() != t}
     dates = {
         n for n in other if n.endswith("_date") and other[n].simpleString() in PARQUET_DATE_TYPES
     }
     checked = {n: kind for n, kind in other.items() if n not in dates}
     if checked:
-        held = (
-            spark.read.parquet(name)
-            .select(*[_non_null_values(n, kind).alias(n) for n, kind in checked.items()])
-            .first()
-        )
+        held = frame.select(
+            *[_non_null_values(n, kind).alias(n) for n, kind in checked.items()]
+        ).first()
         mistyped = next((n for n in checked if held[n]), None)
         if mistyped is not None:
             wanted = next(t for n, t, _ in fields if n == mistyped)
