@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import shutil
 import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -182,6 +184,29 @@ def private_copy(lake: str, tmp_path, name: str = "lake") -> str:
     copy = tmp_path / name
     shutil.copytree(lake, copy)
     return str(copy)
+
+
+def sliced_minilm(out: Path, layers: int = 1) -> str:
+    """all-MiniLM-L6-v2 cut to its first ``layers`` of six transformer layers: the same
+    vocabulary, embeddings, pooling and files, a sixth of the compute per token at one layer.
+    A BERT-style PHAGE base for tests of the DAG's wiring, which check what the tasks write,
+    not how well the model retrieves (the PHAGE tests train the whole model)."""
+    from safetensors.torch import load_file, save_file
+
+    from trainer.models import resolve
+
+    source = Path(resolve("builtin:minilm"))
+    shutil.copytree(source, out, ignore=shutil.ignore_patterns("model.safetensors", "README.md"))
+    config = json.loads((source / "config.json").read_text())
+    config["num_hidden_layers"] = layers
+    (out / "config.json").write_text(json.dumps(config, indent=2))
+    kept = {
+        name: weights
+        for name, weights in load_file(str(source / "model.safetensors")).items()
+        if not name.startswith("encoder.layer.") or int(name.split(".")[2]) < layers
+    }
+    save_file(kept, str(out / "model.safetensors"), metadata={"format": "pt"})
+    return str(out)
 
 
 def lines_frame(spark, records, source_file="test.jsonl"):
