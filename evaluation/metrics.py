@@ -204,7 +204,7 @@ def read_run(path: str) -> dict[str, list[tuple[str, float]]]:
 
 def read_qrels(path: str) -> dict[str, set[str]]:
     """TREC qrels: qid -> the documents with relevance > 0 (empty for a query judged only
-    non-relevant: it has nothing to find and is not scored)."""
+    non-relevant: it has nothing to find, and the command scores it 0)."""
     qrels: dict[str, set[str]] = defaultdict(set)
     with open(path, encoding="utf-8") as f:
         for lineno, line in enumerate(f, 1):
@@ -273,11 +273,15 @@ def main(argv: list[str] | None = None) -> int:
     if not args.complete:
         qrels = {qid: rel for qid, rel in qrels.items() if qid in run}
     per_query = score_queries(run, qrels, cutoffs)
+    # A query judged only non-relevant finds nothing: trec_eval and ranx score it 0 in every
+    # metric and count it in the mean, and so does this command (score_queries, for the
+    # pipeline's effective queries, leaves it out).
     nothing_to_find = sorted(qid for qid, rel in qrels.items() if not rel)
     if nothing_to_find:
+        per_query.update({qid: metrics_from_ranks([], 0, cutoffs) for qid in nothing_to_find})
         print(
             f"metrics: {len(nothing_to_find)} queries of --qrels have no relevant document "
-            f"(relevance > 0) and are not scored, e.g. {nothing_to_find[:3]}",
+            f"(relevance > 0) and score 0, as in trec_eval and ranx, e.g. {nothing_to_find[:3]}",
             file=sys.stderr,
         )
     names = sorted({m for v in per_query.values() for m in v})

@@ -135,14 +135,20 @@ def test_metrics_flags_and_query_meta_are_checked(tmp_path, capsys):
     assert result["mean"]["hit@1"] == 0.0 and result["mean"]["hit@2"] == 1.0
 
 
-def test_a_query_judged_only_non_relevant_is_named_not_silently_skipped(tmp_path, capsys):
-    (tmp_path / "run.trec").write_text("q1 Q0 d1 1 0.9 t\nq2 Q0 d3 1 0.9 t\n")
-    (tmp_path / "qrels.txt").write_text("q1 0 d1 1\nq2 0 d3 0\n")
+def test_a_query_judged_only_non_relevant_scores_zero_as_in_trec_eval_and_ranx(tmp_path, capsys):
+    """trec_eval (pytrec_eval's measures) and ranx both score such a query 0 and count it in
+    the mean; the command used to leave it out (q1's perfect hit alone, a mean of 1.0)."""
+    (tmp_path / "run.trec").write_text("q1 Q0 d1 1 0.9 t\nq2 Q0 d3 1 0.9 t\nq3 Q0 d5 1 0.9 t\n")
+    (tmp_path / "qrels.txt").write_text("q1 0 d1 1\nq2 0 d3 0\nq3 0 d4 1\nq3 0 d5 0\n")
     files = ["--run", str(tmp_path / "run.trec"), "--qrels", str(tmp_path / "qrels.txt")]
-    assert metrics.main(files) == 0
+    assert metrics.main([*files, "--k", "1,10"]) == 0
     out, err = capsys.readouterr()
-    assert json.loads(out)["n_queries"] == 1
-    assert (
-        "1 queries of --qrels have no relevant document (relevance > 0) and are not scored, e.g. ['q2']"
-        in err
-    )
+    result = json.loads(out)
+    assert result["n_queries"] == 3
+    qrels = Qrels({"q1": {"d1": 1}, "q2": {"d3": 0}, "q3": {"d4": 1, "d5": 0}})
+    run = Run({"q1": {"d1": 0.9}, "q2": {"d3": 0.9}, "q3": {"d5": 0.9}})
+    for ours, theirs in (("hit@1", "hit_rate@1"), ("recall@10", "recall@10"), ("mrr", "mrr")):
+        assert result["mean"][ours] == pytest.approx(evaluate(qrels, run, theirs), abs=1e-9)
+    assert result["mean"]["mrr"] == pytest.approx(1 / 3)
+    assert "1 queries of --qrels have no relevant document (relevance > 0) and score 0" in err
+    assert "e.g. ['q2']" in err
