@@ -211,8 +211,6 @@ def sliced_minilm(out: Path, layers: int = 1) -> str:
 
 def lines_frame(spark, records, source_file="test.jsonl"):
     """A read_lines()-shaped DataFrame from JSON strings or dicts."""
-    import json
-
     rows = [
         (r if isinstance(r, str) else json.dumps(r, ensure_ascii=False), source_file)
         for r in records

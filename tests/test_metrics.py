@@ -138,8 +138,8 @@ def test_metrics_flags_and_query_meta_are_checked(tmp_path, capsys):
 def test_a_query_judged_only_non_relevant_scores_zero_as_in_trec_eval_and_ranx(tmp_path, capsys):
     """trec_eval (pytrec_eval-terrier 0.5.11's measures) and ranx both score such a query 0
     and count it in the mean (checked by hand against both; not called here: ranx's typed
-    dicts compile for seconds in every worker). The command used to leave it out: q1's perfect
-    hit alone, a mean of 1.0."""
+    dicts compile for seconds in every worker). The command used to leave q2 out and average
+    over q1 and q3 alone: 1/2 for each metric."""
     (tmp_path / "run.trec").write_text("q1 Q0 d1 1 0.9 t\nq2 Q0 d3 1 0.9 t\nq3 Q0 d5 1 0.9 t\n")
     (tmp_path / "qrels.txt").write_text("q1 0 d1 1\nq2 0 d3 0\nq3 0 d4 1\nq3 0 d5 0\n")
     files = ["--run", str(tmp_path / "run.trec"), "--qrels", str(tmp_path / "qrels.txt")]
