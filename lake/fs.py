@@ -106,6 +106,7 @@ MAGIC = (
     (b"\x04\x22\x4d\x18", "LZ4 frame"),
     (b"\xff\x06\x00\x00sNaPpY", "Snappy frame"),
 )
+PARQUET_MAGIC = b"PAR1"  # a Parquet file's first (and last) bytes
 # Hadoop's codecs by file extension (how Spark's text source picks one) and the format each
 # expects at a file's start; .deflate (zlib), .lz4 and .snappy (Hadoop's block formats) have
 # no magic number of their own
@@ -269,6 +270,11 @@ def _foreign_or_damaged(
     """The probe of a file its first bytes (``head``) or block headers already rule out, else
     None."""
     error = compression_mismatch(path, extension, head)
+    if error is None and head.startswith(PARQUET_MAGIC):
+        error = (
+            f"Parquet data in {path.rsplit('/', 1)[-1]}, which is read as JSON lines "
+            "(only files named *.parquet are read as Parquet)"
+        )
     if error is None and extension in BLOCK_FORMATS:
         error = block_framing_error(read_at, size, extension)
     return None if error is None else FileProbe(path, error=error)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-# Google Patents Public Data `publications` (BigQuery -> JSONL). Dates are INT64 YYYYMMDD
+# Google Patents Public Data `publications` (BigQuery -> JSONL or Parquet). Dates are INT64 YYYYMMDD
 # (0 = unknown); they are read as strings so quoted and unquoted numbers both parse.
 _LOCALIZED = "array<struct<text:string,language:string,truncated:boolean>>"
 _CLASSIFICATION = "array<struct<code:string,inventive:boolean,first:boolean>>"
@@ -60,5 +60,6 @@ CANONICAL_CITATION_FIELDS = (
 )
 
 
-def canonical_ddl(fields) -> str:
-    return ", ".join(f"`{n}` {t}" for n, t, _ in fields)
+def fields_ddl(fields) -> str:
+    """An input's fields (``(name, ddl, ...)``) as one DDL schema string."""
+    return ", ".join(f"`{name}` {kind}" for name, kind, *_ in fields)

@@ -14,6 +14,7 @@ from pyspark.sql import functions as F
 
 from lake import EmptyTableError, JobRun, build_session, job_arguments, path_or_uri, positive_int
 from lake.cli import run_job
+from schemas.inputs import GOOGLE_PATENTS_FIELDS
 from spark_jobs.lib import ingest as ingestion
 
 FORMATS = ("google_patents", "canonical")
@@ -38,8 +39,10 @@ def run(
             raise ValueError(problem)
         canonical_cites = None
         if fmt == "google_patents":
-            lines, left_out = ingestion.read_lines(spark, input_path)
-            records = ingestion.parse_google_patents(lines, max_record_bytes)
+            left_out = []
+            records = ingestion.read_input(
+                spark, input_path, GOOGLE_PATENTS_FIELDS, left_out, max_record_bytes
+            )
         else:
             records, canonical_cites, left_out = ingestion.read_canonical(
                 spark, input_path, max_record_bytes

@@ -284,3 +284,157 @@ def test_an_input_laid_out_for_the_other_format_is_refused_by_name(spark, tmp_pa
     (canonical / "citations").mkdir()  # an empty folder: a corpus without citations
     # the right format still ingests the canonical folder
     assert ingest.run(spark, str(tmp_path / "lake"), str(canonical), "canonical")["records_kept"]
+
+
+def bigquery_table(records):
+    """Google Patents records as BigQuery's Parquet export types them: INT64 dates (also in
+    citations), struct fields the reader does not use (``cpc.tree``), struct fields in another
+    order, and columns it does not read."""
+    import pyarrow as pa
+
+    localized = pa.list_(
+        pa.struct([("language", pa.string()), ("text", pa.string()), ("truncated", pa.bool_())])
+    )
+    code = pa.struct(
+        [
+            ("code", pa.string()),
+            ("inventive", pa.bool_()),
+            ("first", pa.bool_()),
+            ("tree", pa.list_(pa.string())),
+        ]
+    )
+    cited = pa.struct(
+        [
+            ("publication_number", pa.string()),
+            ("application_number", pa.string()),
+            ("npl_text", pa.string()),
+            ("type", pa.string()),
+            ("category", pa.string()),
+            ("filing_date", pa.int64()),
+        ]
+    )
+    text = ("publication_number", "application_number", "country_code", "kind_code", "family_id")
+    schema = pa.schema(
+        [(name, pa.string()) for name in text]
+        + [(d, pa.int64()) for d in ("publication_date", "filing_date", "priority_date")]
+        + [(f"{v}_localized", localized) for v in ("title", "abstract", "claims", "description")]
+        + [("ipc", pa.list_(code)), ("cpc", pa.list_(code)), ("citation", pa.list_(cited))]
+        + [("inventor", pa.list_(pa.string())), ("entity_status", pa.string())]
+    )
+    rows = [
+        {
+            **r,
+            "ipc": [{**c, "tree": [c["code"][:4]]} for c in r["ipc"]],
+            "inventor": ["A. Inventor"],
+            "entity_status": "LARGE",
+        }
+        for r in records
+    ]
+    return pa.Table.from_pylist(rows, schema=schema)
+
+
+def test_a_google_patents_parquet_export_is_ingested_like_its_json_lines(spark, tmp_path):
+    """DESIGN.md's first input is the export as BigQuery writes it, JSON lines or Parquet.
+    A Parquet export was read as text: every "line" of its bytes quarantined (invalid_utf8,
+    unparseable_json) and the job failed with nothing kept. The same records in both formats
+    now give the same bronze rows; a folder may hold both formats."""
+    import pyarrow.parquet as pq
+
+    cite = {
+        "publication_number": "US-2-A1",
+        "application_number": "US-APP-2",
+        "npl_text": "",
+        "type": "SEA",
+        "category": "X",
+        "filing_date": 20190101,
+    }
+    records = [
+        gp_record("US-1-A1", "F1", citation=[cite]),
+        gp_record("US-2-A1", "F2", lang="ja", abstract="カップ。"),
+        gp_record(
+            "US-3-A1", "F3", filed=0, cpc=[{"code": "A47G19/00", "inventive": False, "first": True}]
+        ),
+        gp_record("US-4-A1", "F4", lang="xx"),  # an unknown language: quarantined in both
+    ]
+    json_export, parquet_export, mixed = (tmp_path / n for n in ("json", "parquet", "mixed"))
+    write_jsonl(json_export / "publications-0.jsonl", records)
+    parquet_export.mkdir()
+    pq.write_table(bigquery_table(records), parquet_export / "publications-0.parquet")
+    write_jsonl(mixed / "publications-0.jsonl", records[:2])
+    (mixed / "2024").mkdir()
+    pq.write_table(bigquery_table(records[2:]), mixed / "2024" / "publications-1.parquet")
+
+    tables = {}
+    for export in (json_export, parquet_export, mixed):
+        lake = str(tmp_path / f"lake-{export.name}")
+        metrics = ingest.run(spark, lake, str(export), "google_patents")
+        assert metrics["records_kept"] == 3 and metrics["files_left_out"] == 0, export.name
+        pubs = DeltaTable(f"{lake}/bronze/publications").to_pandas()
+        cites = DeltaTable(f"{lake}/bronze/citations").to_pandas()
+        reasons = DeltaTable(f"{lake}/quarantine").to_pandas().reason
+        drop = ["ingested_at", "source_file"]
+        tables[export.name] = (
+            pubs.drop(columns=drop, errors="ignore")
+            .sort_values("publication_number")
+            .reset_index(drop=True)
+            .to_json(),
+            cites.drop(columns=drop, errors="ignore").to_json(),
+            sorted(reasons),
+        )
+    assert tables["parquet"] == tables["json"] and tables["mixed"] == tables["json"]
+    pubs, cites, reasons = tables["json"]
+    assert reasons == ["unknown_language:xx"]
+    cited = json.loads(cites)
+    assert list(cited["cited"].values()) == ["US-2-A1"] and all(cited["resolved"].values())
+
+
+def test_parquet_of_another_nested_type_is_left_out_by_field_and_misnamed_parquet_by_name(
+    spark, tmp_path
+):
+    """A struct field of another type that holds values fails its file, naming the field by
+    its path; one that holds none is read as nulls. Parquet bytes in a file read as JSON lines
+    (not named *.parquet) are one quarantine row naming the cause, not a row per "line"."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    export = tmp_path / "export"
+    export.mkdir()
+    good = bigquery_table([gp_record("US-1-A1", "F1")])
+    pq.write_table(good, export / "a.parquet")
+    typed = good.set_column(
+        good.schema.get_field_index("citation"),
+        "citation",
+        pa.array([[{"publication_number": "US-9-A1", "type": 7}]]),  # type: an integer
+    )
+    pq.write_table(typed, export / "b.parquet")
+    empty = good.set_column(  # a citation of only nulls: null-typed fields, read as nulls
+        good.schema.get_field_index("citation"),
+        "citation",
+        pa.array([[{"publication_number": "US-9-A1", "type": None}]]),
+    )
+    pq.write_table(
+        empty.set_column(0, "publication_number", pa.array(["US-2-A1"])), export / "c.parquet"
+    )
+    pq.write_table(
+        good.set_column(0, "publication_number", pa.array(["US-3-A1"])), export / "d.json"
+    )
+
+    metrics = ingest.run(spark, str(tmp_path / "lake"), str(export), "google_patents")
+
+    assert metrics["records_kept"] == 2 and metrics["files_left_out"] == 2
+    pubs = DeltaTable(str(tmp_path / "lake" / "bronze" / "publications")).to_pandas()
+    assert sorted(pubs.publication_number) == ["US-1-A1", "US-2-A1"]
+    quarantine = DeltaTable(str(tmp_path / "lake" / "quarantine")).to_pandas()
+    errors = {
+        f.rsplit("/", 1)[-1]: json.loads(r)["error"]
+        for f, r in zip(quarantine.source_file, quarantine.record, strict=True)
+    }
+    assert set(quarantine.reason) == {"unreadable_file"} and set(errors) == {"b.parquet", "d.json"}
+    assert (
+        "column citation.type holds bigint values, the input schema says string"
+        in errors["b.parquet"]
+    )
+    assert errors["d.json"] == (
+        "Parquet data in d.json, which is read as JSON lines "
+        "(only files named *.parquet are read as Parquet)"
+    )

@@ -11,7 +11,7 @@ from functools import reduce
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
-from pyspark.sql.types import ArrayType, DataType
+from pyspark.sql.types import ArrayType, DataType, StructField, StructType
 
 from lake import fs
 from schemas.inputs import (
@@ -19,7 +19,7 @@ from schemas.inputs import (
     CANONICAL_PATENT_FIELDS,
     CORRUPT_RECORD,
     GOOGLE_PATENTS_FIELDS,
-    canonical_ddl,
+    fields_ddl,
 )
 from spark_jobs.lib.languages import normalize_language
 
@@ -71,13 +71,14 @@ def _blank(c: Column) -> Column:
 # --- reading ------------------------------------------------------------------------------
 
 
-def read_lines(spark: SparkSession, path: str) -> tuple[DataFrame, list[fs.FileProbe]]:
-    """Non-blank lines of every readable JSON-lines file under ``path`` (plain, or compressed
+def read_lines(spark: SparkSession, files: list[str]) -> tuple[DataFrame, list[fs.FileProbe]]:
+    """Non-blank lines of every readable JSON-lines file of ``files`` (plain, or compressed
     with the codec its name picks), and the probes of the files left out (``fs.probe_file``): a
     compressed file that does not decompress to its end (truncated, corrupt), whose bytes are
-    not the compression its name announces, or whose byte-order mark declares UTF-16/32. The caller
-    quarantines those (``file_quarantine``); the other files are read as usual."""
-    readable, left_out = probe_files(spark, path)
+    not the compression its name announces, Parquet data not named ``*.parquet``, or whose
+    byte-order mark declares UTF-16/32. The caller quarantines those (``file_quarantine``); the
+    other files are read as usual."""
+    readable, left_out = _readable_and_left_out(fs.probe_file(spark, name) for name in files)
     if readable:
         lines = spark.read.text(readable).select(
             "value", F.col("_metadata.file_path").alias("source_file")
@@ -90,13 +91,33 @@ def read_lines(spark: SparkSession, path: str) -> tuple[DataFrame, list[fs.FileP
 def input_files(spark: SparkSession, path: str) -> list[str]:
     """Every file an input path names: a file, a glob, or a folder with the files of its
     subfolders (an export written as ``2024/part-*``); Spark skips names starting with ``_``
-    or ``.`` (``_SUCCESS``, ``.crc`` files)."""
+    or ``.`` (``_SUCCESS``, ``.crc``)."""
     return sorted(spark.read.option("recursiveFileLookup", "true").text(path).inputFiles())
 
 
-def probe_files(spark: SparkSession, path: str) -> tuple[list[str], list[fs.FileProbe]]:
-    """The files under ``path`` Spark can read to their end, and the probes of the others."""
-    return _readable_and_left_out(fs.probe_file(spark, name) for name in input_files(spark, path))
+def is_parquet(name: str) -> bool:
+    """Whether an input file is read as Parquet (by its name; every other file as JSON lines)."""
+    return name.lower().endswith(".parquet")
+
+
+def read_input(
+    spark: SparkSession, path: str, fields, left_out: list[fs.FileProbe], max_record_bytes: int
+) -> DataFrame:
+    """The records of every file under ``path`` as ``parse_lines`` rows of ``fields``: JSON-lines
+    files are probed and read line by line (``read_lines``: the size limit, UTF-8 check and
+    mistyped-field names), files named ``*.parquet`` are probed by reading each whole
+    (``read_parquet``); a folder may hold both. The files left out are appended to
+    ``left_out`` for the file quarantine."""
+    files = input_files(spark, path)
+    parquet = [name for name in files if is_parquet(name)]
+    frames = []
+    if parquet:
+        frames.append(read_parquet(spark, parquet, fields, left_out))
+    if len(parquet) < len(files) or not frames:
+        lines, damaged = read_lines(spark, [name for name in files if not is_parquet(name)])
+        left_out.extend(damaged)
+        frames.append(parse_lines(lines, fields, max_record_bytes))
+    return reduce(DataFrame.unionByName, frames)
 
 
 def _readable_and_left_out(probes) -> tuple[list[str], list[fs.FileProbe]]:
@@ -104,84 +125,207 @@ def _readable_and_left_out(probes) -> tuple[list[str], list[fs.FileProbe]]:
     return [p.path for p in probes if p.readable], [p for p in probes if not p.readable]
 
 
-def _non_null_values(column: str, stored: DataType) -> Column:
-    """How many values (array elements, for an array) ``column`` holds in a file."""
-    if isinstance(stored, ArrayType):
-        kept = F.filter(F.col(column), lambda value: value.isNotNull())
-        return F.coalesce(F.sum(F.size(kept)), F.lit(0))
-    return F.count(F.col(column))
-
-
-# Parquet types a canonical date column may have besides the input's string: a calendar date,
-# a timestamp (its UTC date) or an integer YYYYMMDD, as pandas and pyarrow write dates.
+# --- Parquet ------------------------------------------------------------------------------
+# A Parquet file is read with its own types where they differ from the input schema's and
+# converted by name (``conform``): struct fields by name, in any order, those the schema does
+# not name never read (a BigQuery export's ``cpc.tree``, its other columns); a date field
+# (``*_date``, at any depth) stored as a date, a timestamp (its UTC date) or an integer
+# YYYYMMDD, as pandas, pyarrow and BigQuery write dates; a field of another type that holds no
+# value in the file is read as nulls: pyarrow and pandas store a column of only nulls (or only
+# empty lists) with Parquet's null type, which Spark reads as ``int``. Any other field of
+# another type fails the file's probe, naming the field.
 PARQUET_DATE_TYPES = ("date", "timestamp", "timestamp_ntz", "int", "bigint")
 
 
-def parquet_read_types(spark: SparkSession, name: str, fields) -> tuple[str, ...]:
-    """The type to read each column of ``fields`` with from the Parquet file ``name``: the
-    input's, except where the file stores another type that ``as_input_type`` converts. That is
-    a date column (``*_date``) stored as a date, a timestamp or an integer YYYYMMDD, and any
-    column that holds no value: pyarrow and pandas store a column of only nulls (or only empty
-    lists) with Parquet's null type, which Spark reads as ``int``, so a citations file without
-    one NPL reference was left out whole as ``unreadable_file``. Any other column of another
-    type fails the file's probe, naming the column."""
+def _has_value(column: Column, steps: tuple[str | None, ...], kind: DataType) -> Column:
+    """Whether a row holds a value at ``steps`` below ``column`` (a field name, or None for an
+    array's elements); an array at the end holds a value when one of its elements is set."""
+    if not steps:
+        if isinstance(kind, ArrayType):
+            return F.exists(column, lambda value: value.isNotNull())
+        return column.isNotNull()
+    step, rest = steps[0], steps[1:]
+    if step is None:
+        return F.exists(column, lambda value: _has_value(value, rest, kind))
+    return _has_value(column.getField(step), rest, kind)
+
+
+def _read_type(stored: DataType, wanted: DataType, path: tuple, other: dict) -> DataType:
+    """The type to read a field stored as ``stored`` with, to convert it to ``wanted``: the
+    stored type, less the struct fields ``wanted`` does not name. A field whose stored type
+    cannot be converted is added to ``other`` (its path: field names, None for array elements,
+    to its stored type)."""
+    if stored.simpleString() == wanted.simpleString():
+        return stored
+    if isinstance(stored, StructType) and isinstance(wanted, StructType):
+        names = set(stored.fieldNames())
+        kept = [
+            StructField(
+                f.name, _read_type(stored[f.name].dataType, f.dataType, (*path, f.name), other)
+            )
+            for f in wanted.fields
+            if f.name in names
+        ]
+        if kept:
+            return StructType(kept)
+    elif isinstance(stored, ArrayType) and isinstance(wanted, ArrayType):
+        return ArrayType(_read_type(stored.elementType, wanted.elementType, (*path, None), other))
+    elif _is_date(path, stored, wanted):
+        return stored
+    other[path] = stored
+    return stored
+
+
+def _is_date(path: tuple, stored: DataType, wanted: DataType) -> bool:
+    name = next((step for step in reversed(path) if step is not None), "")
+    return (
+        name.endswith("_date")
+        and wanted.simpleString() == "string"
+        and stored.simpleString() in PARQUET_DATE_TYPES
+    )
+
+
+def _dotted(path: tuple) -> str:
+    return ".".join(step for step in path if step is not None)
+
+
+def conform(
+    column: Column, stored: DataType, wanted: DataType, path: tuple, nulled: frozenset
+) -> Column:
+    """``column``, read as ``stored`` (``_read_type``), as ``wanted``: struct fields by name
+    (those the file lacks are nulls), arrays element by element, a timestamp as its date, a date
+    as ``YYYY-MM-DD``, an integer as its digits (then checked as YYYYMMDD); the fields of
+    ``nulled`` (of another type, holding no value) are nulls."""
+    if path in nulled:
+        return F.lit(None).cast(wanted)
+    if stored.simpleString() == wanted.simpleString():
+        return column
+    if isinstance(wanted, StructType):
+        names = set(stored.fieldNames())
+        fields = [
+            (
+                conform(
+                    column.getField(f.name),
+                    stored[f.name].dataType,
+                    f.dataType,
+                    (*path, f.name),
+                    nulled,
+                )
+                if f.name in names
+                else F.lit(None).cast(f.dataType)
+            ).alias(f.name)
+            for f in wanted.fields
+        ]
+        return F.when(column.isNotNull(), F.struct(*fields))
+    if isinstance(wanted, ArrayType):
+        return F.transform(
+            column,
+            lambda value: conform(
+                value, stored.elementType, wanted.elementType, (*path, None), nulled
+            ),
+        )
+    if stored.simpleString().startswith("timestamp"):
+        column = column.cast("date")
+    return column.cast(wanted)
+
+
+def parquet_read_schema(
+    spark: SparkSession, name: str, wanted: StructType
+) -> tuple[StructType, frozenset]:
+    """The schema to read the Parquet file ``name`` with (``_read_type`` of each column of
+    ``wanted`` it stores; the input's type for the others, read as nulls) and the fields of
+    another type that hold no value (read as nulls). Raises ValueError naming a field of
+    another type that holds values."""
     frame = spark.read.parquet(name)  # its schema: the file's footer, read once here
     stored = {f.name: f.dataType for f in frame.schema.fields}
-    other = {n: stored[n] for n, t, _ in fields if n in stored and stored[n].simpleString() != t}
-    dates = {
-        n for n in other if n.endswith("_date") and other[n].simpleString() in PARQUET_DATE_TYPES
-    }
-    checked = {n: kind for n, kind in other.items() if n not in dates}
-    if checked:
+    other: dict[tuple, DataType] = {}
+    schema = StructType(
+        [
+            StructField(f.name, _read_type(stored[f.name], f.dataType, (f.name,), other))
+            if f.name in stored
+            else f
+            for f in wanted.fields
+        ]
+    )
+    if other:
+        paths = list(other)
         held = frame.select(
-            *[_non_null_values(n, kind).alias(n) for n, kind in checked.items()]
+            *[
+                F.max(_has_value(F.col(p[0]), p[1:], other[p]).cast("int")).alias(f"v{i}")
+                for i, p in enumerate(paths)
+            ]
         ).first()
-        mistyped = next((n for n in checked if held[n]), None)
+        mistyped = next((p for i, p in enumerate(paths) if held[f"v{i}"]), None)
         if mistyped is not None:
-            wanted = next(t for n, t, _ in fields if n == mistyped)
+            want = wanted[mistyped[0]].dataType
+            for step in mistyped[1:]:
+                want = want.elementType if step is None else want[step].dataType
             raise ValueError(
-                f"column {mistyped} holds {checked[mistyped].simpleString()} values, "
-                f"the input schema says {wanted}"
+                f"column {_dotted(mistyped)} holds {other[mistyped].simpleString()} values, "
+                f"the input schema says {want.simpleString()}"
             )
-    return tuple(other[n].simpleString() if n in other else t for n, t, _ in fields)
+    return schema, frozenset(other)
 
 
-def as_input_type(name: str, stored: str, wanted: str) -> Column:
-    """Column ``name``, read from Parquet as ``stored`` (``parquet_read_types``), as ``wanted``:
-    a timestamp becomes its date (the session's time zone, UTC), a date ``YYYY-MM-DD``, an
-    integer its digits (then checked as YYYYMMDD), nulls stay nulls."""
-    column = F.col(name)
-    if stored.startswith("timestamp"):
-        column = column.cast("date")
-    return column.cast(wanted).alias(name)
-
-
-def probe_parquet_files(
-    spark: SparkSession, path: str, fields
-) -> tuple[dict[tuple[str, ...], list[str]], list[fs.FileProbe]]:
-    """The Parquet files under ``path`` that read whole with the input schema ``fields``
-    (``parquet_read_types``), grouped by the types to read them with, and the probes of the
-    others (a truncated file, a corrupt page, a column of another type): each file is read once
-    in full (a ``noop`` write) before the job reads them together."""
-    types: dict[str, tuple[str, ...]] = {}
+def read_parquet(
+    spark: SparkSession, names: list[str], fields, left_out: list[fs.FileProbe]
+) -> DataFrame:
+    """The Parquet files ``names`` as ``parse_lines`` rows of ``fields`` (``raw`` is the record
+    as JSON). Each file is probed by reading it once in full with its read schema
+    (``parquet_read_schema``) before the job reads them together, grouped by that schema; a
+    file that fails (truncated, a corrupt page, a mistyped field) is appended to ``left_out``."""
+    wanted = input_schema(spark, fields)
+    plans: dict[str, tuple[StructType, frozenset]] = {}
 
     def read_whole(name: str) -> None:
-        types[name] = parquet_read_types(spark, name, fields)
-        ddl = parquet_ddl(fields, types[name])
-        spark.read.schema(ddl).parquet(name).write.format("noop").mode("overwrite").save()
+        plans[name] = parquet_read_schema(spark, name, wanted)
+        spark.read.schema(plans[name][0]).parquet(name).write.format("noop").mode(
+            "overwrite"
+        ).save()
 
     readable, damaged = _readable_and_left_out(
-        fs.probe_by_reading(name, lambda name=name: read_whole(name))
-        for name in input_files(spark, path)
+        fs.probe_by_reading(name, lambda name=name: read_whole(name)) for name in names
     )
-    groups: dict[tuple[str, ...], list[str]] = {}
+    left_out.extend(damaged)
+    groups: dict[tuple[str, frozenset], tuple[StructType, frozenset, list[str]]] = {}
     for name in readable:
-        groups.setdefault(types[name], []).append(name)
-    return groups, damaged
+        schema, nulled = plans[name]
+        groups.setdefault((schema.json(), nulled), (schema, nulled, []))[2].append(name)
+    frames = [
+        spark.read.schema(schema)
+        .parquet(*group)
+        .select(
+            *[
+                conform(
+                    F.col(f.name), schema[f.name].dataType, f.dataType, (f.name,), nulled
+                ).alias(f.name)
+                for f in wanted.fields
+            ],
+            F.col("_metadata.file_path").alias("source_file"),
+        )
+        for schema, nulled, group in groups.values()
+    ]
+    frame = (
+        reduce(DataFrame.unionByName, frames)
+        if frames
+        else spark.createDataFrame([], wanted).withColumn("source_file", F.lit(None).cast("string"))
+    )
+    columns = [F.col(f.name) for f in wanted.fields]
+    return frame.select(
+        F.to_json(F.struct(*columns)).alias("raw"),
+        "source_file",
+        *columns,
+        F.lit(False).alias("corrupt"),
+        F.lit(None).cast("string").alias("bad_field"),
+        F.lit(False).alias("too_large"),
+        F.lit(True).alias("valid_utf8"),
+        F.lit(None).cast("int").alias("record_bytes"),
+    )
 
 
-def parquet_ddl(fields, types: tuple[str, ...]) -> str:
-    return ", ".join(f"`{name}` {kind}" for (name, *_), kind in zip(fields, types, strict=True))
+def input_schema(spark: SparkSession, fields) -> StructType:
+    """The input schema ``fields`` (``(name, ddl, ...)``) as a StructType."""
+    return spark.createDataFrame([], fields_ddl(fields)).schema
 
 
 def file_reason(probe: fs.FileProbe) -> str:
@@ -300,49 +444,6 @@ def first_mistyped_field(text: Column, fields=GOOGLE_PATENTS_FIELDS) -> Column:
     return F.when(text.isNotNull() & values.isNotNull(), bad)
 
 
-def _read_canonical_part(
-    spark: SparkSession, path: str, fields, left_out: list[fs.FileProbe], max_record_bytes: int
-) -> DataFrame:
-    """One folder of the canonical input, JSON lines or Parquet (by file extension), as
-    ``parse_lines`` rows. JSON files are probed and read line by line like the export
-    (``read_lines``: the same size limit, UTF-8 check and mistyped-field names); Parquet files
-    are probed by reading each whole with the schema (``probe_parquet_files``). The files left
-    out are appended to ``left_out`` for the file quarantine."""
-    if not any(name.endswith(".parquet") for name in input_files(spark, path)):
-        lines, damaged = read_lines(spark, path)
-        left_out.extend(damaged)
-        return parse_lines(lines, fields, max_record_bytes)
-    groups, damaged = probe_parquet_files(spark, path, fields)
-    left_out.extend(damaged)
-    frames = [
-        spark.read.schema(parquet_ddl(fields, types))
-        .parquet(*names)
-        .select(
-            *[as_input_type(n, read, t) for (n, t, _), read in zip(fields, types, strict=True)],
-            F.col("_metadata.file_path").alias("source_file"),
-        )
-        for types, names in groups.items()
-    ]
-    frame = (
-        reduce(DataFrame.unionByName, frames)
-        if frames
-        else spark.createDataFrame([], canonical_ddl(fields)).withColumn(
-            "source_file", F.lit(None).cast("string")
-        )
-    )
-    columns = [F.col(name) for name, *_ in fields]
-    return frame.select(
-        F.to_json(F.struct(*columns)).alias("raw"),
-        "source_file",
-        *columns,
-        F.lit(False).alias("corrupt"),
-        F.lit(None).cast("string").alias("bad_field"),
-        F.lit(False).alias("too_large"),
-        F.lit(True).alias("valid_utf8"),
-        F.lit(None).cast("int").alias("record_bytes"),
-    )
-
-
 def layout_error(spark: SparkSession, path: str, fmt: str) -> str | None:
     """Why the folder ``path`` cannot be ``fmt`` input when it is laid out for the other format,
     else None. Without it Spark names a missing ``patents`` path, or the export reader finds no
@@ -384,7 +485,7 @@ def read_canonical(
     citation lines (``parse_lines`` rows), and the probes of the files left out (damaged or
     foreign, see ``read_lines``)."""
     left_out: list[fs.FileProbe] = []
-    patents = _read_canonical_part(
+    patents = read_input(
         spark, patents_path(path, "canonical"), CANONICAL_PATENT_FIELDS, left_out, max_record_bytes
     )
 
@@ -441,7 +542,7 @@ def read_canonical(
         "valid_utf8",
         "record_bytes",
     )
-    citations = _read_canonical_part(
+    citations = read_input(
         spark, f"{path}/citations", CANONICAL_CITATION_FIELDS, left_out, max_record_bytes
     )
     return records, citations, left_out
