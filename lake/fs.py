@@ -200,7 +200,8 @@ def probe_by_reading(path: str, read: Callable[[], object]) -> FileProbe:
 def probe_file(spark: SparkSession, path: str) -> FileProbe:
     """Check one input file before Spark reads its lines, so that a damaged or foreign file is
     left out (and quarantined by the caller) instead of failing the job or turning into
-    garbage: compressed data the file's name does not announce; for a compressed file, that it
+    garbage: compressed data the file's name does not announce, Parquet data (read as Parquet
+    only when named ``*.parquet``); for a compressed file, that it
     decompresses to its end (a truncated ``.gz`` fails here, not in the middle of a job);
     the byte-order mark of a plain, gzip, bzip2 or deflate file.
 
