@@ -393,7 +393,8 @@ def test_parquet_of_another_nested_type_is_left_out_by_field_and_misnamed_parque
     spark, tmp_path
 ):
     """A struct field of another type that holds values fails its file, naming the field by
-    its path; one that holds none is read as nulls. Parquet bytes in a file read as JSON lines
+    its path; one that holds none is read as nulls, and a number where a string belongs is
+    its text (as the JSON-lines reader takes it). Parquet bytes in a file read as JSON lines
     (not named *.parquet) are one quarantine row naming the cause, not a row per "line"."""
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -405,7 +406,7 @@ def test_parquet_of_another_nested_type_is_left_out_by_field_and_misnamed_parque
     typed = good.set_column(
         good.schema.get_field_index("citation"),
         "citation",
-        pa.array([[{"publication_number": "US-9-A1", "type": 7}]]),  # type: an integer
+        pa.array([[{"publication_number": "US-9-A1", "type": ["SEA"]}]]),  # type: a list
     )
     pq.write_table(typed, export / "b.parquet")
     empty = good.set_column(  # a citation of only nulls: null-typed fields, read as nulls
@@ -419,12 +420,21 @@ def test_parquet_of_another_nested_type_is_left_out_by_field_and_misnamed_parque
     pq.write_table(
         good.set_column(0, "publication_number", pa.array(["US-3-A1"])), export / "d.json"
     )
+    numbered = good.set_column(0, "publication_number", pa.array(["US-4-A1"]))
+    numbered = numbered.set_column(  # a number where a string belongs: its text, as in JSON
+        good.schema.get_field_index("family_id"), "family_id", pa.array([4], pa.int64())
+    )
+    pq.write_table(numbered, export / "e.parquet")
 
     metrics = ingest.run(spark, str(tmp_path / "lake"), str(export), "google_patents")
 
-    assert metrics["records_kept"] == 2 and metrics["files_left_out"] == 2
+    assert metrics["records_kept"] == 3 and metrics["files_left_out"] == 2
     pubs = DeltaTable(str(tmp_path / "lake" / "bronze" / "publications")).to_pandas()
-    assert sorted(pubs.publication_number) == ["US-1-A1", "US-2-A1"]
+    assert dict(zip(pubs.publication_number, pubs.family_id, strict=True)) == {
+        "US-1-A1": "F1",
+        "US-2-A1": "F1",
+        "US-4-A1": "4",
+    }
     quarantine = DeltaTable(str(tmp_path / "lake" / "quarantine")).to_pandas()
     errors = {
         f.rsplit("/", 1)[-1]: json.loads(r)["error"]
@@ -432,7 +442,7 @@ def test_parquet_of_another_nested_type_is_left_out_by_field_and_misnamed_parque
     }
     assert set(quarantine.reason) == {"unreadable_file"} and set(errors) == {"b.parquet", "d.json"}
     assert (
-        "column citation.type holds bigint values, the input schema says string"
+        "column citation.type holds array<string> values, the input schema says string"
         in errors["b.parquet"]
     )
     assert errors["d.json"] == (

@@ -11,7 +11,17 @@ from functools import reduce
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
-from pyspark.sql.types import ArrayType, DataType, StructField, StructType
+from pyspark.sql.types import (
+    ArrayType,
+    BooleanType,
+    DataType,
+    DateType,
+    NumericType,
+    StructField,
+    StructType,
+    TimestampNTZType,
+    TimestampType,
+)
 
 from lake import fs
 from schemas.inputs import (
@@ -128,13 +138,13 @@ def _readable_and_left_out(probes) -> tuple[list[str], list[fs.FileProbe]]:
 # --- Parquet ------------------------------------------------------------------------------
 # A Parquet file is read with its own types where they differ from the input schema's and
 # converted by name (``conform``): struct fields by name, in any order, those the schema does
-# not name never read (a BigQuery export's ``cpc.tree``, its other columns); a date field
-# (``*_date``, at any depth) stored as a date, a timestamp (its UTC date) or an integer
-# YYYYMMDD, as pandas, pyarrow and BigQuery write dates; a field of another type that holds no
-# value in the file is read as nulls: pyarrow and pandas store a column of only nulls (or only
-# empty lists) with Parquet's null type, which Spark reads as ``int``. Any other field of
+# not name never read (a BigQuery export's ``cpc.tree``, its other columns); a number or a
+# boolean where a string belongs as its text, as the JSON-lines reader takes it; a date field
+# (``*_date``, at any depth) stored as a date or a timestamp (its UTC date), as pandas and
+# pyarrow write dates (an integer YYYYMMDD is a number); a field of another type that holds
+# no value in the file is read as nulls: pyarrow and pandas store a column of only nulls (or
+# only empty lists) with Parquet's null type, which Spark reads as ``int``. Any other field of
 # another type fails the file's probe, naming the field.
-PARQUET_DATE_TYPES = ("date", "timestamp", "timestamp_ntz", "int", "bigint")
 
 
 def _has_value(column: Column, steps: tuple[str | None, ...], kind: DataType) -> Column:
@@ -170,18 +180,24 @@ def _read_type(stored: DataType, wanted: DataType, path: tuple, other: dict) -> 
             return StructType(kept)
     elif isinstance(stored, ArrayType) and isinstance(wanted, ArrayType):
         return ArrayType(_read_type(stored.elementType, wanted.elementType, (*path, None), other))
-    elif _is_date(path, stored, wanted):
+    elif _converts(path, stored, wanted):
         return stored
     other[path] = stored
     return stored
 
 
-def _is_date(path: tuple, stored: DataType, wanted: DataType) -> bool:
+def _converts(path: tuple, stored: DataType, wanted: DataType) -> bool:
+    """Whether a field stored as the atomic ``stored`` converts to ``wanted`` as the JSON-lines
+    reader would read it: a number or a boolean into a string field (its text: Spark's JSON
+    reader takes any value but an array or object as a string), a date or a timestamp into a
+    date field (``*_date``)."""
+    if wanted.simpleString() != "string":
+        return False
+    if isinstance(stored, NumericType | BooleanType):
+        return True
     name = next((step for step in reversed(path) if step is not None), "")
-    return (
-        name.endswith("_date")
-        and wanted.simpleString() == "string"
-        and stored.simpleString() in PARQUET_DATE_TYPES
+    return name.endswith("_date") and isinstance(
+        stored, DateType | TimestampType | TimestampNTZType
     )
 
 
@@ -194,8 +210,8 @@ def conform(
 ) -> Column:
     """``column``, read as ``stored`` (``_read_type``), as ``wanted``: struct fields by name
     (those the file lacks are nulls), arrays element by element, a timestamp as its date, a date
-    as ``YYYY-MM-DD``, an integer as its digits (then checked as YYYYMMDD); the fields of
-    ``nulled`` (of another type, holding no value) are nulls."""
+    as ``YYYY-MM-DD``, a number or a boolean as its text (an integer date then checked as
+    YYYYMMDD); the fields of ``nulled`` (of another type, holding no value) are nulls."""
     if path in nulled:
         return F.lit(None).cast(wanted)
     if stored.simpleString() == wanted.simpleString():
