@@ -341,6 +341,8 @@ def test_a_google_patents_parquet_export_is_ingested_like_its_json_lines(spark, 
     now give the same bronze rows; a folder may hold both formats."""
     import pyarrow.parquet as pq
 
+    from lake import EmptyTableError
+
     cite = {
         "publication_number": "US-2-A1",
         "application_number": "US-APP-2",
@@ -383,6 +385,12 @@ def test_a_google_patents_parquet_export_is_ingested_like_its_json_lines(spark, 
             sorted(reasons),
         )
     assert tables["mixed"] == tables["json"]
+    (tmp_path / "empty").mkdir()
+    pq.write_table(bigquery_table([]), tmp_path / "empty" / "publications-0.parquet")
+    with pytest.raises(
+        EmptyTableError, match=r"1 file\(s\) hold no record, only blank lines or Parq"
+    ):
+        ingest.run(spark, str(tmp_path / "lake-empty"), str(tmp_path / "empty"), "google_patents")
     pubs, cites, reasons = tables["json"]
     assert reasons == ["unknown_language:xx"]
     cited = json.loads(cites)

@@ -735,7 +735,12 @@ def why_nothing_kept(validated: DataFrame, files: list[str]) -> str:
         .collect()
     )
     if not reasons:
-        return f"the input's {len(files):,} file(s) hold no record, only blank lines"
+        empty = (
+            "blank lines or Parquet files without rows"
+            if any(map(is_parquet, files))
+            else "blank lines"
+        )
+        return f"the input's {len(files):,} file(s) hold no record, only {empty}"
     told = ", ".join(f"{row['r']}: {row['count']:,}" for row in reasons[:5])
     text = f"no record is valid: {sum(row['count'] for row in reasons):,} rejected ({told})"
     pieces = validated.where(F.trim("raw").isin("[", "{", "]", "}", "},", "],")).limit(1)
