@@ -433,8 +433,15 @@ def test_parquet_of_another_nested_type_is_left_out_by_field_and_misnamed_parque
         good.schema.get_field_index("family_id"), "family_id", pa.array([4], pa.int64())
     )
     pq.write_table(numbered, export / "e.parquet")
+    long = [{"text": "Cups. " * 1000, "language": "en", "truncated": False}]  # 6,000 bytes
+    large = good.set_column(0, "publication_number", pa.array(["US-5-A1"]))
+    index = good.schema.get_field_index("description_localized")
+    large = large.set_column(index, "description_localized", pa.array([long], good[index].type))
+    pq.write_table(large, export / "f.parquet")
 
-    metrics = ingest.run(spark, str(tmp_path / "lake"), str(export), "google_patents")
+    metrics = ingest.run(
+        spark, str(tmp_path / "lake"), str(export), "google_patents", None, None, 4096
+    )
 
     assert metrics["records_kept"] == 3 and metrics["files_left_out"] == 2
     pubs = DeltaTable(str(tmp_path / "lake" / "bronze" / "publications")).to_pandas()
@@ -444,6 +451,9 @@ def test_parquet_of_another_nested_type_is_left_out_by_field_and_misnamed_parque
         "US-4-A1": "4",
     }
     quarantine = DeltaTable(str(tmp_path / "lake" / "quarantine")).to_pandas()
+    large = quarantine[quarantine.reason == "record_too_large"]  # as a line above the limit
+    assert list(large.record_id) == ["US-5-A1"] and "Cups. Cups." in large.record.iloc[0]
+    quarantine = quarantine[quarantine.reason != "record_too_large"]
     errors = {
         f.rsplit("/", 1)[-1]: json.loads(r)["error"]
         for f, r in zip(quarantine.source_file, quarantine.record, strict=True)

@@ -122,7 +122,7 @@ def read_input(
     parquet = [name for name in files if is_parquet(name)]
     frames = []
     if parquet:
-        frames.append(read_parquet(spark, parquet, fields, left_out))
+        frames.append(read_parquet(spark, parquet, fields, left_out, max_record_bytes))
     if len(parquet) < len(files) or not frames:
         lines, damaged = read_lines(spark, [name for name in files if not is_parquet(name)])
         left_out.extend(damaged)
@@ -284,12 +284,18 @@ def parquet_read_schema(
 
 
 def read_parquet(
-    spark: SparkSession, names: list[str], fields, left_out: list[fs.FileProbe]
+    spark: SparkSession,
+    names: list[str],
+    fields,
+    left_out: list[fs.FileProbe],
+    max_record_bytes: int = MAX_RECORD_BYTES,
 ) -> DataFrame:
-    """The Parquet files ``names`` as ``parse_lines`` rows of ``fields`` (``raw`` is the record
-    as JSON). Each file is probed by reading it once in full with its read schema
-    (``parquet_read_schema``) before the job reads them together, grouped by that schema; a
-    file that fails (truncated, a corrupt page, a mistyped field) is appended to ``left_out``."""
+    """The Parquet files ``names`` as ``parse_lines`` rows of ``fields``: ``raw`` is the record
+    as JSON, ``too_large`` a record whose JSON is above ``max_record_bytes`` (quarantined as
+    ``record_too_large`` like such a line, ``raw`` cut as there). Each file is probed by
+    reading it once in full with its read schema (``parquet_read_schema``) before the job
+    reads them together, grouped by that schema; a file that fails (truncated, a corrupt
+    page, a mistyped field) is appended to ``left_out``."""
     wanted = input_schema(spark, fields)
     plans: dict[str, tuple[StructType, frozenset]] = {}
 
@@ -327,15 +333,20 @@ def read_parquet(
         else spark.createDataFrame([], wanted).withColumn("source_file", F.lit(None).cast("string"))
     )
     columns = [F.col(f.name) for f in wanted.fields]
+    # the JSON once per record (a second select: Spark does not repeat a costly expression)
+    frame = frame.select("source_file", *columns, F.to_json(F.struct(*columns)).alias("_raw"))
+    too_large = F.octet_length("_raw") > F.lit(max_record_bytes)
     return frame.select(
-        F.to_json(F.struct(*columns)).alias("raw"),
+        F.when(too_large, F.substring("_raw", 1, QUARANTINED_PREFIX_CHARS))
+        .otherwise(F.col("_raw"))
+        .alias("raw"),
         "source_file",
         *columns,
         F.lit(False).alias("corrupt"),
         F.lit(None).cast("string").alias("bad_field"),
-        F.lit(False).alias("too_large"),
+        too_large.alias("too_large"),
         F.lit(True).alias("valid_utf8"),
-        F.lit(None).cast("int").alias("record_bytes"),
+        F.octet_length("_raw").alias("record_bytes"),
     )
 
 
