@@ -144,14 +144,17 @@ def run(
         job.count("audit_rows", audit.rows_checked)
         shards = export_rules.write_shards(spark, rows, out, fmt, rows_per_shard, seed, keys)
         counts, content_hash = export_rules.shard_counts_and_hash(spark, out, fmt)
-        export_rules.check_nothing_lost(source, rows, sum(counts.values()), list(keys), table)
+        written = sum(n for n, _ in counts.values())  # every shard file there, read back
+        per_shard = {s["file"]: counts.get(s["file"], (0, None)) for s in shards}
+        export_rules.check_nothing_lost(source, rows, written, list(keys), table)
         manifest = {
             "dataset": dataset,
             # the pair set (a recipe or its matched control) the trainer's config section follows
             "recipe": {"stage1": recipe, "phage": "phage"}.get(dataset, defaults.DEFAULT_RECIPE),
             "format": fmt,
-            "rows": sum(counts.values()),
-            "shards": [{"file": s["file"], "rows": counts.get(s["file"], 0)} for s in shards],
+            "rows": written,
+            # rows and bytes of each shard: the trainer refuses shards changed after the audit
+            "shards": [{"file": f, "rows": n, "bytes": b} for f, (n, b) in per_shard.items()],
             "columns": rows.columns
             if fmt == "parquet"
             else ["messages", "positive_messages"]

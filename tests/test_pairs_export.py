@@ -247,6 +247,7 @@ def test_export_round_trip_parquet_and_swift_jsonl(spark, built, tmp_path, monke
     rows = pd.concat([pd.read_parquet(s) for s in shards])
     assert manifest["rows"] == len(rows) == len(EXPECTED)
     assert sum(s["rows"] for s in manifest["shards"]) == len(rows)
+    assert [s["bytes"] for s in manifest["shards"]] == [f.stat().st_size for f in shards]
     for r in rows.itertuples():
         assert r.anchor_text == texts[(r.anchor_id, r.anchor_lang, r.anchor_view)]
         assert r.positive_text == texts[(r.positive_id, r.positive_lang, r.positive_view)]

@@ -58,11 +58,20 @@ def read_manifest(folder: str) -> dict:
 
 
 def _check_shards(folder: str, manifest: dict) -> None:
-    """The shards are those the audited export wrote: each exists and holds the rows the
-    manifest counted (read from the Parquet footers, no data). A shard replaced, cut or grown
-    after the export holds rows the leakage audit never saw: refused before any training."""
+    """The shards are those the audited export wrote: each exists, has the size and holds the
+    rows the manifest counted (read from the file system and the Parquet footers, no data). A
+    shard replaced, cut or grown after the export holds rows the leakage audit never saw:
+    refused before any training. (An edit that keeps both the row count and the byte size
+    would pass: no content hash, which would cost a full read of every shard.)"""
     for shard in manifest.get("shards", []):
         path = Path(folder) / shard["file"]
+        size = path.stat().st_size if path.is_file() else None
+        if size is not None and shard.get("bytes") is not None and size != shard["bytes"]:
+            raise ValueError(
+                f"{folder}: shard {shard['file']} is {size:,} bytes, the audited export wrote "
+                f"{shard['bytes']:,}: the shards changed after the export; export the data "
+                "again with spark_jobs/export_training.py"
+            )
         try:
             rows = pq.ParquetFile(path).metadata.num_rows
         except (OSError, pa.ArrowInvalid) as error:

@@ -258,8 +258,11 @@ def write_shards(
     return sorted(shards, key=lambda s: s["index"])
 
 
-def shard_counts_and_hash(spark: SparkSession, out: str, fmt: str) -> tuple[dict[str, int], str]:
-    """Rows per shard file and an order-independent hash of every row, read back from disk."""
+def shard_counts_and_hash(
+    spark: SparkSession, out: str, fmt: str
+) -> tuple[dict[str, tuple[int, int]], str]:
+    """Rows and bytes per shard file and an order-independent hash of every row, read back
+    from disk."""
     # the folder with a file filter, not a glob path: Spark looks for a streaming sink's
     # metadata under the path it is given, and a glob printed a FileNotFoundException's trace
     shards = spark.read.option("pathGlobFilter", f"shard-*.{SUFFIX[fmt]}")
@@ -271,11 +274,12 @@ def shard_counts_and_hash(spark: SparkSession, out: str, fmt: str) -> tuple[dict
         row_hash = F.xxhash64("value")
     per_file = frame.groupBy(F.col("_metadata.file_name").alias("file")).agg(
         F.count("*").alias("rows"),
+        F.first("_metadata.file_size").alias("bytes"),
         F.sum(F.pmod(row_hash, F.lit(_HASH_MOD)).cast("decimal(38,0)")).alias("h"),
     )
     counts, total = {}, 0
     for r in per_file.collect():  # one small row per shard
-        counts[r["file"]] = r["rows"]
+        counts[r["file"]] = (r["rows"], r["bytes"])
         total = (total + int(r["h"])) % _HASH_MOD
     return counts, f"{total:016x}"
 

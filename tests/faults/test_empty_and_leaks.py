@@ -159,6 +159,16 @@ def test_the_trainer_refuses_shards_changed_after_the_audited_export(tmp_path):
     (tmp_path / "shard-00000.parquet").unlink()
     with pytest.raises(ValueError, match="cannot be read"):
         read_manifest(str(tmp_path))
+    # a row replaced (a test family's pair in place of one the audit saw): same row count
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "shard-00000.parquet")
+    size = (tmp_path / "shard-00000.parquet").stat().st_size
+    manifest["shards"][0]["bytes"] = size
+    (tmp_path / "_manifest.json").write_text(json.dumps(manifest))
+    assert read_manifest(str(tmp_path))["rows"] == 3
+    leaked = [*rows[:2], {"anchor_text": "a", "positive_text": "b", "family_id": "TEST-FAMILY"}]
+    pq.write_table(pa.Table.from_pylist(leaked), tmp_path / "shard-00000.parquet")
+    with pytest.raises(ValueError, match=rf"is \d+ bytes, the audited export wrote {size}"):
+        read_manifest(str(tmp_path))
 
 
 def test_a_50_mb_garbage_line_is_quarantined_under_spark_submit_defaults(tmp_path):
