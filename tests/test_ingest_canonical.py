@@ -438,12 +438,13 @@ def test_parquet_of_another_nested_type_is_left_out_by_field_and_misnamed_parque
     index = good.schema.get_field_index("description_localized")
     large = large.set_column(index, "description_localized", pa.array([long], good[index].type))
     pq.write_table(large, export / "f.parquet")
+    pq.write_table(pa.table({"pub_no": ["US-6-A1"], "title": ["Cup"]}), export / "g.parquet")
 
     metrics = ingest.run(
         spark, str(tmp_path / "lake"), str(export), "google_patents", None, None, 4096
     )
 
-    assert metrics["records_kept"] == 3 and metrics["files_left_out"] == 2
+    assert metrics["records_kept"] == 3 and metrics["files_left_out"] == 3
     pubs = DeltaTable(str(tmp_path / "lake" / "bronze" / "publications")).to_pandas()
     assert dict(zip(pubs.publication_number, pubs.family_id, strict=True)) == {
         "US-1-A1": "F1",
@@ -458,7 +459,11 @@ def test_parquet_of_another_nested_type_is_left_out_by_field_and_misnamed_parque
         f.rsplit("/", 1)[-1]: json.loads(r)["error"]
         for f, r in zip(quarantine.source_file, quarantine.record, strict=True)
     }
-    assert set(quarantine.reason) == {"unreadable_file"} and set(errors) == {"b.parquet", "d.json"}
+    assert set(quarantine.reason) == {"unreadable_file"}
+    assert set(errors) == {"b.parquet", "d.json", "g.parquet"}
+    assert (
+        "no column publication_number; the file's columns are pub_no, title" in errors["g.parquet"]
+    )
     assert (
         "column citation.type holds array<string> values, the input schema says string"
         in errors["b.parquet"]

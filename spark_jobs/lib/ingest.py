@@ -251,9 +251,14 @@ def parquet_read_schema(
     """The schema to read the Parquet file ``name`` with (``_read_type`` of each column of
     ``wanted`` it stores; the input's type for the others, read as nulls) and the fields of
     another type that hold no value (read as nulls). Raises ValueError naming a field of
-    another type that holds values."""
+    another type that holds values, or the file's columns when it lacks the first field of
+    ``wanted`` (the record's id: a file of another table or with renamed columns)."""
     frame = spark.read.parquet(name)  # its schema: the file's footer, read once here
     stored = {f.name: f.dataType for f in frame.schema.fields}
+    key = wanted.fields[0].name  # the record's id: without it no row could be kept or traced
+    if key.lower() not in {n.lower() for n in stored}:
+        held = ", ".join(sorted(stored)[:20]) + (", ..." if len(stored) > 20 else "")
+        raise ValueError(f"no column {key}; the file's columns are {held}")
     other: dict[tuple, DataType] = {}
     schema = StructType(
         [
