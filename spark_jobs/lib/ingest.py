@@ -120,11 +120,10 @@ def read_input(
     ``left_out`` for the file quarantine."""
     files = input_files(spark, path)
     parquet = [name for name in files if is_parquet(name)]
-    frames = []
-    if parquet:
-        frames.append(read_parquet(spark, parquet, fields, left_out, max_record_bytes))
-    if len(parquet) < len(files) or not frames:
-        lines, damaged = read_lines(spark, [name for name in files if not is_parquet(name)])
+    json_lines = [name for name in files if not is_parquet(name)]
+    frames = [read_parquet(spark, parquet, fields, left_out, max_record_bytes)] if parquet else []
+    if json_lines or not frames:  # no file at all: an empty frame of the right shape
+        lines, damaged = read_lines(spark, json_lines)
         left_out.extend(damaged)
         frames.append(parse_lines(lines, fields, max_record_bytes))
     return reduce(DataFrame.unionByName, frames)
@@ -164,7 +163,7 @@ def _read_type(stored: DataType, wanted: DataType, path: tuple, other: dict) -> 
     """The type to read a field stored as ``stored`` with, to convert it to ``wanted``: the
     stored type, less the struct fields ``wanted`` does not name. A field whose stored type
     cannot be converted is added to ``other`` (its path: field names, None for array elements,
-    to its stored type)."""
+    to its stored and wanted types)."""
     if stored.simpleString() == wanted.simpleString():
         return stored
     if isinstance(stored, StructType) and isinstance(wanted, StructType):
@@ -182,7 +181,7 @@ def _read_type(stored: DataType, wanted: DataType, path: tuple, other: dict) -> 
         return ArrayType(_read_type(stored.elementType, wanted.elementType, (*path, None), other))
     elif _converts(path, stored, wanted):
         return stored
-    other[path] = stored
+    other[path] = (stored, wanted)
     return stored
 
 
@@ -259,7 +258,7 @@ def parquet_read_schema(
     if key.lower() not in {n.lower() for n in stored}:
         held = ", ".join(sorted(stored)[:20]) + (", ..." if len(stored) > 20 else "")
         raise ValueError(f"no column {key}; the file's columns are {held}")
-    other: dict[tuple, DataType] = {}
+    other: dict[tuple, tuple[DataType, DataType]] = {}
     schema = StructType(
         [
             StructField(f.name, _read_type(stored[f.name], f.dataType, (f.name,), other))
@@ -272,17 +271,15 @@ def parquet_read_schema(
         paths = list(other)
         held = frame.select(
             *[
-                F.max(_has_value(F.col(p[0]), p[1:], other[p]).cast("int")).alias(f"v{i}")
+                F.max(_has_value(F.col(p[0]), p[1:], other[p][0]).cast("int")).alias(f"v{i}")
                 for i, p in enumerate(paths)
             ]
         ).first()
         mistyped = next((p for i, p in enumerate(paths) if held[f"v{i}"]), None)
         if mistyped is not None:
-            want = wanted[mistyped[0]].dataType
-            for step in mistyped[1:]:
-                want = want.elementType if step is None else want[step].dataType
+            kind, want = other[mistyped]
             raise ValueError(
-                f"column {_dotted(mistyped)} holds {other[mistyped].simpleString()} values, "
+                f"column {_dotted(mistyped)} holds {kind.simpleString()} values, "
                 f"the input schema says {want.simpleString()}"
             )
     return schema, frozenset(other)
