@@ -2,7 +2,12 @@ import random
 
 import pytest
 
-from spark_jobs.lib.claims import first_independent_claim, parse_references, split_claims
+from spark_jobs.lib.claims import (
+    first_independent_claim,
+    parse_references,
+    references,
+    split_claims,
+)
 from spark_jobs.lib.sample import plan as sample_plan
 from spark_jobs.lib.sample.claims_plan import claim_plan
 from spark_jobs.lib.sample.render import render_patent
@@ -59,6 +64,101 @@ def test_japanese_claims_with_full_width_markers_and_ranges():
     )
     assert deps(text, "ja") == [(1, ()), (2, (1,)), (3, (1, 2)), (4, (1, 2, 3)), (5, (2, 3, 4))]
     assert split_claims(text, "ja")[0].text == "カップ本体を備えるカップ。"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # "any preceding claim" (GB/EP drafting) and "one of the preceding claims" were read as
+        # no reference at all: the claim counted as independent (ICLAIMS, FIC) with no legal edge
+        (
+            "1. A cup. 2. The cup of claim 1. 3. A cup according to any preceding claim. "
+            "4. A cup according to one of the preceding claims. 5. The cup of the preceding claim.",
+            [(1, ()), (2, (1,)), (3, (1, 2)), (4, (1, 2, 3)), (5, (4,))],
+        ),
+        (
+            "1. 一种杯子。2. 根据前述权利要求中任一项所述的杯子。3. 如前述任一项权利要求所述的杯子。",
+            [(1, ()), (2, (1,)), (3, (1, 2))],
+        ),
+        (
+            "【請求項１】カップ。【請求項２】請求項１に記載のカップ。"
+            "【請求項３】前述の請求項のいずれか一項に記載のカップ。",
+            [(1, ()), (2, (1,)), (3, (1, 2))],
+        ),
+    ],
+    ids=["en", "zh", "ja"],
+)
+def test_references_to_every_preceding_claim(text, expected):
+    assert deps(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("lang", "text"),
+    [
+        (
+            "ko",
+            "1. 컵. 2. 제1항에 있어서, 손잡이를 포함하는 컵. 3. 제1항 또는 제2항에 있어서, 컵. "
+            "4. 청구항 1 내지 3 중 어느 한 항에 있어서, 컵. 5. 제2항 및 제4항에 있어서, 컵. "
+            "6. 선행하는 항 중 어느 한 항에 있어서, 컵.",
+        ),
+        (
+            "de",
+            "1. Becher. 2. Becher nach Anspruch 1. 3. Becher nach Anspruch 1 oder 2. "
+            "4. Becher nach einem der Ansprüche 1 bis 3. 5. Becher nach Anspruch 2 und 4. "
+            "6. Becher nach einem der vorhergehenden Ansprüche.",
+        ),
+        (
+            "fr",
+            "1. Tasse. 2. Tasse selon la revendication 1. 3. Tasse selon la revendication 1 ou 2. "
+            "4. Tasse selon l'une quelconque des revendications 1 à 3. "
+            "5. Tasse selon les revendications 2 et 4. "
+            "6. Tasse selon l'une quelconque des revendications précédentes.",
+        ),
+        (
+            "es",
+            "1. Taza. 2. Taza según la reivindicación 1. 3. Taza según la reivindicación 1 o 2. "
+            "4. Taza según cualquiera de las reivindicaciones 1 a 3. "
+            "5. Taza según las reivindicaciones 2 y 4. "
+            "6. Taza según cualquiera de las reivindicaciones anteriores.",
+        ),
+        (
+            "pt",
+            "1. Copo. 2. Copo de acordo com a reivindicação 1. "
+            "3. Copo de acordo com a reivindicação 1 ou 2. "
+            "4. Copo de acordo com qualquer uma das reivindicações 1 a 3. "
+            "5. Copo de acordo com as reivindicações 2 e 4. "
+            "6. Copo de acordo com qualquer uma das reivindicações anteriores.",
+        ),
+        (
+            "it",
+            "1. Tazza. 2. Tazza secondo la rivendicazione 1. "
+            "3. Tazza secondo la rivendicazione 1 o 2. "
+            "4. Tazza secondo una qualsiasi delle rivendicazioni da 1 a 3. "
+            "5. Tazza secondo le rivendicazioni 2 e 4. "
+            "6. Tazza secondo una qualsiasi delle rivendicazioni precedenti.",
+        ),
+    ],
+    ids=["ko", "de", "fr", "es", "pt", "it"],
+)
+def test_claims_in_languages_beyond_the_papers_three(lang, text):
+    # Google Patents holds Korean, German, French, Spanish, ... claims too; their references
+    # were not recognised, so every claim was independent and the claim graph had no edges
+    assert deps(text, lang) == [
+        (1, ()),
+        (2, (1,)),
+        (3, (1, 2)),
+        (4, (1, 2, 3)),
+        (5, (2, 4)),
+        (6, (1, 2, 3, 4, 5)),
+    ]
+
+
+def test_a_reference_is_reported_once_as_written():
+    # claim_graph's evidence: "claim 2" inside "claim 1 or claim 2" was a second reference
+    assert references("The cup of claim 1 or claim 2.", 3) == [("claim 1 or claim 2", (1, 2))]
+    assert references("제1항 또는 제2항에 있어서", 3) == [("제1항 또는 제2항", (1, 2))]
+    # a list connector that only starts like another ("a" of "1 a 3" in "and") still joins
+    assert references("The cup of claims 1 and 3.", 4) == [("claims 1 and 3", (1, 3))]
 
 
 def test_forward_and_self_references_are_ignored():

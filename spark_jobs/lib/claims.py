@@ -28,17 +28,55 @@ class Claim:
 
 # 【請求項１】 (JP), "1." / "1、" / "1)" at the start of a claim (US, EP, CN, WO).
 _JP_MARKER = re.compile(r"【\s*請求項\s*(\d+)\s*】")
-_KEYWORD = re.compile(r"(claims?|权利要求|權利要求|請求項|청구항)\s*", re.IGNORECASE)
-_RANGE = r"to|through|until|-|–|~|至|到|乃至|から"
-_LIST = r"or|and|and/or|,|、|，|或|和|及|以及|又は|または|若しくは|もしくは|及び|および|ないし"
-_NUMBER = re.compile(r"(\d+)")
-_CONNECTOR = re.compile(
-    rf"\s*({_RANGE}|{_LIST})\s*(?:claims?\s*|请求项\s*|請求項\s*)?", re.IGNORECASE
+# "claim(s)" before a number: en, zh (simplified and traditional), ja, ko, de, fr, es, pt, it.
+# Korean also writes the number between 제 and 항 ("제1항 또는 제2항에 있어서").
+_CLAIM_WORDS = (
+    r"claims?|权利要求|權利要求|請求項|请求项|청구항|Anspr(?:uch|üchen|üche|uchs)"
+    r"|revendications?|reivindicaci(?:ones|ón)|reivindicaç(?:ões|ão)|rivendicazion[ei]"
 )
+_KEYWORD = re.compile(
+    r"(?:claims?|权利要求|權利要求|請求項|请求项|청구항|제(?=\s*\d+\s*항))\s*", re.IGNORECASE
+)
+# Italian ranges read "rivendicazioni da 1 a 3".
+_KEYWORD_EUROPEAN = re.compile(rf"(?:{_CLAIM_WORDS}|제(?=\s*\d+\s*항))\s*(?:da\s+)?", re.IGNORECASE)
+# The European words and the "preceding claims" phrases are searched for only in texts whose
+# lower-cased form holds one of these stems: the full patterns cost 4x as much on every claim.
+_EUROPEAN_STEMS = re.compile(r"anspr|revendica|reivindica|rivendica")
+_PREVIOUS_STEMS = re.compile(
+    r"preced|previous|foregoing|above|prior|前述|上述|前面|前記いずれか|前記何れか|先行|선행|전술|앞선"
+    r"|vorh|voran|vorst|précéd|antérieur|anterior|precedent"
+)
+_RANGE = r"to|through|until|-|–|~|至|到|乃至|から|bis|à|a|al|내지"
+_LIST = (
+    r"or|and|and/or|,|、|，|或|和|及|以及|又は|または|若しくは|もしくは|及び|および|ないし"
+    r"|oder|und|ou|et|o|y|e|또는|및"
+)
+_NUMBER = re.compile(r"(\d+)(?:\s*항)?")
+# A connector counts only before another number, so "a" (es, pt, it: "1 a 3") never hides
+# "and" and a word that merely starts like a connector ends the list.
+_CONNECTOR = re.compile(rf"\s*({_RANGE}|{_LIST})\s*(?:{_CLAIM_WORDS}|제)?\s*(?=\d)", re.IGNORECASE)
 _ALL_PREVIOUS = re.compile(
-    r"any\s+(?:one\s+)?of\s+the\s+(?:preceding|previous|foregoing|above)\s+claims"
-    r"|(?:前述|上述|前面)任一(?:项)?权利要求"
-    r"|前記いずれかの請求項|先行するいずれかの請求項",
+    r"(?:any|one|each)\s+(?:one\s+)?(?:of\s+the\s+)?(?:preceding|previous|foregoing|above|prior)"
+    r"\s+claims?\b"
+    r"|(?:前述|上述|前面)的?(?:任一|任意一)项?(?:权利要求|權利要求)"
+    r"|(?:前述|上述|前面)的?(?:权利要求|權利要求)中?的?(?:任一|任意一)项?"
+    r"|(?:前記|先行する)(?:いずれか|何れか)の請求項|(?:前述の|先行する)請求項の(?:いずれか|何れか)"
+    r"|(?:선행하는|전술한|앞선|선행)\s*(?:청구)?항\s*중\s*어느\s*(?:한\s*)?항"
+    r"|(?:einem|einen|jedem)\s+der\s+(?:vorhergehenden|vorangehenden|vorstehenden|vorherigen)"
+    r"\s+Ansprüche"
+    r"|(?:l['’]une|l['’]un|une|un)\s+(?:quelconque\s+)?des\s+revendications\s+"
+    r"(?:précédentes|antérieures)"
+    r"|(?:cualquiera|una)\s+de\s+las\s+reivindicaciones\s+(?:anteriores|precedentes)"
+    r"|(?:qualquer\s+uma|uma)\s+das\s+reivindicações\s+(?:anteriores|precedentes)"
+    r"|una\s+(?:qualsiasi\s+)?delle\s+rivendicazioni\s+(?:precedenti|anteriori)",
+    re.IGNORECASE,
+)
+# "the preceding claim": the claim just before.
+_PREVIOUS = re.compile(
+    r"the\s+(?:immediately\s+)?(?:preceding|previous|foregoing)\s+claim\b"
+    r"|dem\s+(?:vorhergehenden|vorangehenden|vorstehenden)\s+Anspruch\b"
+    r"|la\s+revendication\s+(?:précédente|antérieure)"
+    r"|la\s+reivindicación\s+(?:anterior|precedente)",
     re.IGNORECASE,
 )
 
@@ -99,9 +137,17 @@ def references(text: str, own_number: int) -> list[tuple[str, tuple[int, ...]]]:
     [('claim 1 or 2', (1, 2))]
     """
     found: list[tuple[str, tuple[int, ...]]] = []
-    for m in _ALL_PREVIOUS.finditer(text):
-        found.append((m.group(0), tuple(range(1, own_number))))
-    for kw in _KEYWORD.finditer(text):
+    lower = text.lower()
+    if _PREVIOUS_STEMS.search(lower):
+        for m in _ALL_PREVIOUS.finditer(text):
+            found.append((m.group(0), tuple(range(1, own_number))))
+        if own_number > 1:
+            found.extend((m.group(0), (own_number - 1,)) for m in _PREVIOUS.finditer(text))
+    keyword = _KEYWORD_EUROPEAN if _EUROPEAN_STEMS.search(lower) else _KEYWORD
+    consumed = 0  # the end of the last reference: "claim 2" in "claim 1 or claim 2" is in it
+    for kw in keyword.finditer(text):
+        if kw.start() < consumed:
+            continue
         pos = kw.end()
         m = _NUMBER.match(text, pos)
         if not m:
@@ -113,14 +159,13 @@ def references(text: str, own_number: int) -> list[tuple[str, tuple[int, ...]]]:
             if not conn:
                 break
             nxt = _NUMBER.match(text, conn.end())
-            if not nxt:
-                break
             value = int(nxt.group(1))
             if re.fullmatch(_RANGE, conn.group(1), re.IGNORECASE) and value >= numbers[-1]:
                 numbers.extend(range(numbers[-1] + 1, value + 1))
             else:
                 numbers.append(value)
             pos = nxt.end()
+        consumed = pos
         earlier = tuple(sorted({n for n in numbers if 0 < n < own_number}))
         if earlier:
             found.append((text[kw.start() : pos], earlier))
