@@ -161,6 +161,48 @@ def test_a_reference_is_reported_once_as_written():
     assert references("The cup of claims 1 and 3.", 4) == [("claims 1 and 3", (1, 3))]
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "1.一种方法，其特征在于，包括以下步骤：1)获取数据；2)处理数据；3)输出结果。"
+            "2.根据权利要求1所述的方法，其中所述数据为图像。3.根据权利要求2所述的方法。",
+            [
+                (1, (), "一种方法,其特征在于,包括以下步骤:1)获取数据;2)处理数据;3)输出结果。"),
+                (2, (1,), "根据权利要求1所述的方法,其中所述数据为图像。"),
+                (3, (2,), "根据权利要求2所述的方法。"),
+            ],
+        ),
+        (
+            "1. A composition comprising: 1. water; 2. salt; and 3. pepper.\n"
+            "2. The composition of claim 1, wherein the salt is sea salt.\n"
+            "3. The composition of claim 2.",
+            [
+                (1, (), "A composition comprising: 1. water; 2. salt; and 3. pepper."),
+                (2, (1,), "The composition of claim 1, wherein the salt is sea salt."),
+                (3, (2,), "The composition of claim 2."),
+            ],
+        ),
+        # a list in a later claim, and claims whose own markers use ')'
+        (
+            "1) A cup. 2) The cup of claim 1, made by: 1) molding; 2) firing; 3) glazing. "
+            "3) The cup of claim 2.",
+            [
+                (1, (), "A cup."),
+                (2, (1,), "The cup of claim 1, made by: 1) molding; 2) firing; 3) glazing."),
+                (3, (2,), "The cup of claim 2."),
+            ],
+        ),
+    ],
+    ids=["zh-steps", "en-items", "list-in-claim-2"],
+)
+def test_a_list_numbered_inside_a_claim_is_not_taken_for_claims(text, expected):
+    # the list's markers were read as the next claims: the first independent claim (FIC)
+    # ended at its first item and the real claims ran together in a later one
+    claims = split_claims(text)
+    assert [(c.number, c.depends_on, c.text) for c in claims] == expected
+
+
 def test_forward_and_self_references_are_ignored():
     assert parse_references("The cup of claim 3 or claim 2.", own_number=2) == ()
 

@@ -28,6 +28,9 @@ class Claim:
 
 # 【請求項１】 (JP), "1." / "1、" / "1)" at the start of a claim (US, EP, CN, WO).
 _JP_MARKER = re.compile(r"【\s*請求項\s*(\d+)\s*】")
+# A claim marker is a number at the start, after a line break or after the end of the previous
+# sentence, followed by '.', '、', ')' and not by a digit (2.5 mm is no marker).
+_MARKER = re.compile(r"(?:^|(?<=\n)|(?<=[.。;；:])\s*|(?<=\s))(\d+)\s*[.．、)](?!\d)")
 # "claim(s)" before a number: en, zh (simplified and traditional), ja, ko, de, fr, es, pt, it.
 # Korean also writes the number between 제 and 항 ("제1항 또는 제2항에 있어서").
 _CLAIM_WORDS = (
@@ -105,22 +108,36 @@ def _jp_segments(text: str) -> list[tuple[int, str]]:
     ]
 
 
+def _after_sentence_end(text: str, pos: int) -> bool:
+    """True when the last character before ``pos`` other than a blank ends a sentence or a
+    line (or there is none)."""
+    before = text[max(0, pos - 64) : pos].rstrip(" \t\r\f\v")
+    return not before or before[-1] in ".。\n"
+
+
 def _numbered_segments(text: str) -> list[tuple[int, str]]:
-    """(claim number, body) in order; the number sequence must run 1, 2, 3, ..."""
+    """(claim number, body) in order; the number sequence must run 1, 2, 3, ...
+
+    A list numbered inside a claim ("comprising: 1) heating; 2) cooling", "步骤：1.获取；
+    2.处理") is not a claim sequence: a marker 1 after the first claim opens one, and a number
+    that would continue both that list and the claims belongs to the list unless a sentence
+    or a line ends before it."""
     jp = _jp_segments(text)
     if jp:
         return jp
     segments: list[tuple[int, int, int]] = []  # (number, marker start, body start)
-    expected, pos = 1, 0
-    while True:
-        # A claim marker is the expected number at the start, after a line break or after
-        # the end of the previous sentence, followed by '.', '、', ')' and not by a digit.
-        pattern = re.compile(rf"(?:^|(?<=\n)|(?<=[.。;；:])\s*|(?<=\s)){expected}\s*[.．、)](?!\d)")
-        m = pattern.search(text, pos)
-        if not m:
-            break
-        segments.append((expected, m.start(), m.end()))
-        expected, pos = expected + 1, m.end()
+    inner_next = 0  # the next number of a list open inside the current claim; 0: none
+    for m in _MARKER.finditer(text):
+        number = int(m.group(1))
+        if number == len(segments) + 1 and (
+            number != inner_next or _after_sentence_end(text, m.start(1))
+        ):
+            segments.append((number, m.start(), m.end()))
+            inner_next = 0
+        elif number == 1 and segments:
+            inner_next = 2
+        elif inner_next and number == inner_next:
+            inner_next += 1
     if not segments:
         return []
     out = []
