@@ -102,6 +102,14 @@ def test_references_to_every_preceding_claim(text, expected):
             "6. 선행하는 항 중 어느 한 항에 있어서, 컵.",
         ),
         (
+            "ko",
+            "【청구항 1】\n컵.\n【청구항 2】\n제1항에 있어서, 손잡이를 포함하는 컵.\n"
+            "【청구항 3】\n제1항 또는 제2항에 있어서, 컵.\n"
+            "【청구항 4】\n청구항 1 내지 3 중 어느 한 항에 있어서, 컵.\n"
+            "【청구항 5】\n제2항 및 제4항에 있어서, 컵.\n"
+            "【청구항 6】\n선행하는 항 중 어느 한 항에 있어서, 컵.",
+        ),
+        (
             "de",
             "1. Becher. 2. Becher nach Anspruch 1. 3. Becher nach Anspruch 1 oder 2. "
             "4. Becher nach einem der Ansprüche 1 bis 3. 5. Becher nach Anspruch 2 und 4. "
@@ -138,7 +146,7 @@ def test_references_to_every_preceding_claim(text, expected):
             "6. Tazza secondo una qualsiasi delle rivendicazioni precedenti.",
         ),
     ],
-    ids=["ko", "de", "fr", "es", "pt", "it"],
+    ids=["ko", "ko-kipo", "de", "fr", "es", "pt", "it"],
 )
 def test_claims_in_languages_beyond_the_papers_three(lang, text):
     # Google Patents holds Korean, German, French, Spanish, ... claims too; their references

@@ -26,8 +26,9 @@ class Claim:
         return not self.depends_on
 
 
-# 【請求項１】 (JP), "1." / "1、" / "1)" at the start of a claim (US, EP, CN, WO).
-_JP_MARKER = re.compile(r"【\s*請求項\s*(\d+)\s*】")
+# 【請求項１】 (JP) and 【청구항 1】 (KR), "1." / "1、" / "1)" at the start of a claim (US, EP,
+# CN, WO).
+_BRACKET_MARKER = re.compile(r"【\s*(?:請求項|청구항)\s*(\d+)\s*】")
 # A claim marker is a number at the start, after a line break or after the end of the previous
 # sentence, followed by '.', '、', ')' and not by a digit (2.5 mm is no marker).
 _MARKER = re.compile(r"(?:^|(?<=\n)|(?<=[.。;；:])\s*|(?<=\s))(\d+)\s*[.．、)](?!\d)")
@@ -89,15 +90,15 @@ def normalize(text: str) -> str:
     return unicodedata.normalize("NFKC", text)
 
 
-def _jp_segments(text: str) -> list[tuple[int, str]]:
-    """(claim number, body) at 【請求項N】 markers numbered 1, 2, 3, ... in order.
+def _bracket_segments(text: str) -> list[tuple[int, str]]:
+    """(claim number, body) at 【請求項N】 / 【청구항 N】 markers numbered 1, 2, 3, ... in order.
 
     A marker out of that sequence (a repeated or amended claim set, a number skipped) stays
     in the body of the claim before it, so every number is unique and no text is lost; a
     text whose markers do not start at 【請求項1】 before any other gives no segments (the
     generic rules then apply)."""
     accepted = []
-    for m in _JP_MARKER.finditer(text):
+    for m in _BRACKET_MARKER.finditer(text):
         if int(m.group(1)) == len(accepted) + 1:
             accepted.append(m)
         elif not accepted:
@@ -122,9 +123,9 @@ def _numbered_segments(text: str) -> list[tuple[int, str]]:
     2.处理") is not a claim sequence: a marker 1 after the first claim opens one, and a number
     that would continue both that list and the claims belongs to the list unless a sentence
     or a line ends before it."""
-    jp = _jp_segments(text)
-    if jp:
-        return jp
+    bracketed = _bracket_segments(text)
+    if bracketed:
+        return bracketed
     segments: list[tuple[int, int, int]] = []  # (number, marker start, body start)
     inner_next = 0  # the next number of a list open inside the current claim; 0: none
     for m in _MARKER.finditer(text):
