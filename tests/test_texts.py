@@ -13,9 +13,19 @@ def entry(text, language="en", truncated=False):
     ("raw", "clean"),
     [
         ("An <b>old</b> cup", "An old cup"),
-        ("a < b and c > d", "a d"),  # anything between < and > within 200 characters
+        # inequalities are text: claims and descriptions are full of them (they were cut out
+        # as tags: "wherein 0.1<x<0.5 and y>2 mm" became "wherein 0.1 2 mm")
+        ("wherein 0.1<x<0.5 and y>2 mm", "wherein 0.1<x<0.5 and y>2 mm"),
+        ("T1<T2 and P1>P2", "T1<T2 and P1>P2"),
+        ("a < b and c > d", "a < b and c > d"),
+        ("式中，0<a≤1，b>0。", "式中，0<a≤1，b>0。"),
+        ("x<a and y>b", "x<a and y>b"),  # a one-letter tag takes only name="value" attributes
         ("no closing < here", "no closing < here"),
-        ("x <" + "y" * 201 + "> z", "x <" + "y" * 201 + "> z"),  # over 200 characters: no tag
+        # markup: HTML and patent full-text XML tags with their attributes, comments
+        ("H<sub>2</sub>O<br/>gas", "H 2 O gas"),
+        ('see <claim-ref idref="CLM-00001">claim 1</claim-ref>', "see claim 1"),
+        ("<td nowrap>cell</td><!-- a > b -->", "cell"),
+        ('<a href="x.html">link</a>', "link"),
         ("tab\tand\u00a0nbsp\u3000ideographic   spaces", "tab and nbsp ideographic spaces"),
         ("line one  \n \x0b\n  line two", "line one\nline two"),
         ("  \n lead and trail \n  ", "\nlead and trail\n"),  # only spaces are stripped

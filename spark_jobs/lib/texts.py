@@ -17,7 +17,37 @@ from spark_jobs.lib.claims import split_claims
 
 FIELDS = ("title", "abstract", "claims", "description")
 
-_TAG = re.compile(r"<[^>]{1,200}>")
+# Markup: an HTML tag or one of the patent full-text XML (<b>, <sub>, <br/>, <claim-ref
+# idref="CLM-00001">, <td nowrap>) with its attributes, and comments. Anything else between
+# '<' and '>' is text: claims are full of inequalities ("0.1<x<0.5 and y>2", "T1<T2 and
+# P1>P2"), which a '<...>' pattern would cut out. A one-letter tag takes only attributes with
+# a value, so "x<a and y>b" stays.
+_VALUED = r"""\s*=\s*(?:"[^"<>]*"|'[^'<>]*'|[^\s"'<>=`]+)"""
+_TAG = re.compile(
+    rf"<!--.{{0,2000}}?-->|</?([A-Za-z][A-Za-z0-9]*(?:[-:][A-Za-z0-9]+)*)"
+    rf"((?:\s+[\w:.-]+(?:{_VALUED})?){{0,64}})\s*/?>",
+    re.DOTALL,
+)
+_VALUED_ATTRIBUTES = re.compile(rf"(?:\s+[\w:.-]+{_VALUED})*")
+_MARKUP = frozenset(
+    """a abbr b big blockquote br caption center cite code col colgroup dd del div dl dt em
+    font h1 h2 h3 h4 h5 h6 hr i img ins kbd li ol p pre q s small span strike strong sub sup
+    table tbody td tfoot th thead tr tt u ul abstract chem chemistry claim claim-ref
+    claim-text claims crossref description description-of-drawings dl figref figure heading
+    inline-formula maths nplcit o patcit sl smallcaps tables""".split()
+)
+
+
+def _drop_markup(match: re.Match) -> str:
+    name, attributes = match.group(1, 2)
+    if name is None:  # a comment
+        return " "
+    markup = name.lower() in _MARKUP and (
+        len(name) > 1 or _VALUED_ATTRIBUTES.fullmatch(attributes) is not None
+    )
+    return " " if markup else match.group(0)
+
+
 _BLANKS = re.compile(r"[ \t\r\f\u00a0\u3000]+")
 # Blank around a line break: ASCII whitespace only (as Java's \s), so a U+2028 or a U+0085
 # stays in the text.
@@ -25,9 +55,10 @@ _LINE_BREAK = re.compile(r"[ \t\n\x0b\f\r]*\n[ \t\n\x0b\f\r]*")
 
 
 def clean_text(text: str) -> str:
-    """Drop markup tags, collapse blanks within lines and blank lines, strip spaces."""
+    """Drop markup tags (not inequalities), collapse blanks within lines and blank lines,
+    strip spaces."""
     if "<" in text:
-        text = _TAG.sub(" ", text)
+        text = _TAG.sub(_drop_markup, text)
     text = _BLANKS.sub(" ", text)
     if "\n" in text:
         text = _LINE_BREAK.sub("\n", text)
