@@ -93,7 +93,12 @@ SILVER_PATENTS = TableSpec(
         col("filing_date", "date"),
         req("publication_date", "date"),
         col("priority_date", "date"),
-        col("ipc_section", "string", "section letter A-H of the first IPC code"),
+        col(
+            "ipc_section",
+            "string",
+            "section letter A-H of the main IPC code (of the main CPC code when no IPC code "
+            "gives one)",
+        ),
         col("ipc_codes", "array<string>"),
         col("cpc_codes", "array<string>"),
         req("languages", "array<string>", "languages with at least one text view, sorted"),

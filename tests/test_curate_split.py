@@ -84,15 +84,26 @@ def test_patents_section_languages_and_primary_language(spark):
     record["abstract_localized"].append(
         {"text": "English abstract", "language": "en", "truncated": False}
     )
-    pubs = bronze(spark, [record])
+    # without an IPC code the main CPC code gives the section (such queries fell out of every
+    # IPC-section macro, the paper's headline numbers); CPC's Y section is no IPC section
+    cpc = [
+        {"code": "Y02E60/10", "inventive": False, "first": False},
+        {"code": "B60L58/12", "inventive": True, "first": True},
+    ]
+    cpc_only = gp_record("US-2-A1", family="200", ipc=[], cpc=cpc)
+    y_only = gp_record("US-3-A1", family="300", ipc=None, cpc=cpc[:1])
+    pubs = bronze(spark, [record, cpc_only, y_only])
     views = curation.views(curation.best_texts(pubs))
-    row = curation.patents(pubs, views).first()
+    rows = {r["publication_number"]: r for r in curation.patents(pubs, views).collect()}
+    row = rows["CN-1-A"]
     assert (row["ipc_section"], list(row["languages"]), row["primary_lang"]) == (
         "H",
         ["en", "zh"],
         "zh",
     )
-    fam = curation.families(curation.patents(pubs, views)).first()
+    assert (rows["US-2-A1"]["ipc_section"], rows["US-3-A1"]["ipc_section"]) == ("B", None)
+    cn = pubs.where("publication_number = 'CN-1-A'")
+    fam = curation.families(curation.patents(cn, views)).first()
     assert (fam["family_id"], list(fam["members"]), fam["n_members"]) == ("100", ["CN-1-A"], 1)
 
 

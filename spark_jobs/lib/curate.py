@@ -101,12 +101,18 @@ def claims(texts: DataFrame) -> DataFrame:
     )
 
 
-def ipc_section(ipc: Column) -> Column:
-    """Section letter (A-H) of the main IPC code: the one flagged first, else the first listed."""
-    flagged = F.filter(ipc, lambda e: F.coalesce(e["first"], F.lit(False)))
-    main = F.coalesce(F.try_element_at(flagged, F.lit(1)), F.try_element_at(ipc, F.lit(1)))
+def _main_section(codes: Column) -> Column:
+    """Section letter (A-H) of the main code: the one flagged first, else the first listed."""
+    flagged = F.filter(codes, lambda e: F.coalesce(e["first"], F.lit(False)))
+    main = F.coalesce(F.try_element_at(flagged, F.lit(1)), F.try_element_at(codes, F.lit(1)))
     letter = F.upper(F.substring(F.trim(main.code), 1, 1))
     return F.when(letter.isin(*IPC_SECTIONS), letter)
+
+
+def ipc_section(ipc: Column, cpc: Column) -> Column:
+    """Section letter (A-H) of the main IPC code; without one, of the main CPC code (CPC
+    extends IPC: its sections A-H are IPC's; its Y section is none of them)."""
+    return F.coalesce(_main_section(ipc), _main_section(cpc))
 
 
 def primary_language(publications: DataFrame) -> Column:
@@ -132,7 +138,7 @@ def patents(publications: DataFrame, view_rows: DataFrame) -> DataFrame:
         "filing_date",
         "publication_date",
         "priority_date",
-        ipc_section(F.col("ipc")).alias("ipc_section"),
+        ipc_section(F.col("ipc"), F.col("cpc")).alias("ipc_section"),
         F.transform("ipc", lambda e: e.code).alias("ipc_codes"),
         F.transform("cpc", lambda e: e.code).alias("cpc_codes"),
         "languages",
