@@ -150,7 +150,7 @@ SILVER_CLAIMS = TableSpec(
         req("family_id", "string"),
         req("lang", "string"),
         req("claim_number", "int"),
-        req("text", "string"),
+        req("text", "string", "the claim as written, blanks collapsed, its marker left out"),
         req("independent", "boolean"),
         req(
             "depends_on", "array<int>", "claim numbers this claim refers to (edge claim -> parent)"

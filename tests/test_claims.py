@@ -176,8 +176,8 @@ def test_a_reference_is_reported_once_as_written():
             "1.一种方法，其特征在于，包括以下步骤：1)获取数据；2)处理数据；3)输出结果。"
             "2.根据权利要求1所述的方法，其中所述数据为图像。3.根据权利要求2所述的方法。",
             [
-                (1, (), "一种方法,其特征在于,包括以下步骤:1)获取数据;2)处理数据;3)输出结果。"),
-                (2, (1,), "根据权利要求1所述的方法,其中所述数据为图像。"),
+                (1, (), "一种方法，其特征在于，包括以下步骤：1)获取数据；2)处理数据；3)输出结果。"),
+                (2, (1,), "根据权利要求1所述的方法，其中所述数据为图像。"),
                 (3, (2,), "根据权利要求2所述的方法。"),
             ],
         ),
@@ -209,6 +209,28 @@ def test_a_list_numbered_inside_a_claim_is_not_taken_for_claims(text, expected):
     # ended at its first item and the real claims ran together in a later one
     claims = split_claims(text)
     assert [(c.number, c.depends_on, c.text) for c in claims] == expected
+
+
+def test_claims_keep_their_text_as_written():
+    # markers and references are read in the NFKC form (１ -> 1), but the claims (silver/claims,
+    # the FIC view, ICLAIMS) were that form too: "，" became "," and "（ＡＢＣ）" "(ABC)"
+    text = "【請求項１】\nカップ（ＡＢＣ）。\n【請求項２】\n請求項１に記載のカップ、容量１０ｍｌ。"
+    assert [(c.number, c.text, c.depends_on) for c in split_claims(text, "ja")] == [
+        (1, "カップ（ＡＢＣ）。", ()),
+        (2, "請求項１に記載のカップ、容量１０ｍｌ。", (1,)),
+    ]
+    zh = "1．一种杯子，容量为１０ｍｌ。\n2．根据权利要求１所述的杯子。"
+    assert [c.text for c in split_claims(zh, "zh")] == [
+        "一种杯子，容量为１０ｍｌ。",
+        "根据权利要求１所述的杯子。",
+    ]
+    # a character whose normal form is longer (㎏ -> kg) moves every later one: the normal form
+    moved = "1. 重量1㎏的杯子。2. 根据权利要求1所述的杯子。"
+    assert [(c.text, c.depends_on) for c in split_claims(moved, "zh")] == [
+        ("重量1kg的杯子。", ()),
+        ("根据权利要求1所述的杯子。", (1,)),
+    ]
+    assert split_claims("カップ（ＡＢＣ）", "ja")[0].text == "カップ（ＡＢＣ）"  # no numbering
 
 
 def test_forward_and_self_references_are_ignored():
@@ -245,17 +267,17 @@ def test_generated_claims_parse_back_to_their_plan(lang):
         # a repeated claim set (an amendment after the original): the repeat stays in claim 1
         (
             "【請求項１】カップ。【請求項１】蓋付きカップ。【請求項２】請求項１のカップ。",
-            [(1, "カップ。【請求項1】蓋付きカップ。", ()), (2, "請求項1のカップ。", (1,))],
+            [(1, "カップ。【請求項１】蓋付きカップ。", ()), (2, "請求項１のカップ。", (1,))],
         ),
         # a skipped number: the marker out of sequence stays in the claim before it
         (
             "【請求項１】A。【請求項３】C。【請求項２】B。",
-            [(1, "A。【請求項3】C。", ()), (2, "B。", ())],
+            [(1, "A。【請求項３】C。", ()), (2, "B。", ())],
         ),
         # markers not starting at 1: no numbering recognised, the whole text is one claim
         (
             "【請求項２】請求項１のカップ。【請求項１】カップ。",
-            [(1, "【請求項2】請求項1のカップ。【請求項1】カップ。", ())],
+            [(1, "【請求項２】請求項１のカップ。【請求項１】カップ。", ())],
         ),
     ],
 )

@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 
 from schemas.defaults import TECHNICAL_MIN_JACCARD, TECHNICAL_MIN_SHARED
-from spark_jobs.lib.claims import references
+from spark_jobs.lib.claims import normalize, references
 
 EVIDENCE_TERMS = 8
 
@@ -63,6 +63,7 @@ class Edge:
 
 def technical_terms(text: str) -> frozenset[str]:
     """Content terms of a claim: Latin words, Han bigrams, Katakana words (module doc)."""
+    text = normalize(text)  # claims are kept as written: ＣＰＵ reads CPU
     latin = {w.strip("-") for w in _WORD.findall(text.lower())} - _STOP
     text = _CJK_BOILERPLATE.sub(" ", text)
     cjk = set(_KATAKANA_RUN.findall(text))  # a Katakana run is one (loan) word

@@ -90,8 +90,9 @@ def normalize(text: str) -> str:
     return unicodedata.normalize("NFKC", text)
 
 
-def _bracket_segments(text: str) -> list[tuple[int, str]]:
-    """(claim number, body) at 【請求項N】 / 【청구항 N】 markers numbered 1, 2, 3, ... in order.
+def _bracket_spans(text: str) -> list[tuple[int, int, int]]:
+    """(claim number, body start, body end) at 【請求項N】 / 【청구항 N】 markers numbered 1, 2,
+    3, ... in order.
 
     A marker out of that sequence (a repeated or amended claim set, a number skipped) stays
     in the body of the claim before it, so every number is unique and no text is lost; a
@@ -104,7 +105,7 @@ def _bracket_segments(text: str) -> list[tuple[int, str]]:
         elif not accepted:
             return []
     return [
-        (i + 1, text[m.end() : accepted[i + 1].start() if i + 1 < len(accepted) else None])
+        (i + 1, m.end(), accepted[i + 1].start() if i + 1 < len(accepted) else len(text))
         for i, m in enumerate(accepted)
     ]
 
@@ -116,14 +117,14 @@ def _after_sentence_end(text: str, pos: int) -> bool:
     return not before or before[-1] in ".。\n"
 
 
-def _numbered_segments(text: str) -> list[tuple[int, str]]:
-    """(claim number, body) in order; the number sequence must run 1, 2, 3, ...
+def _numbered_spans(text: str) -> list[tuple[int, int, int]]:
+    """(claim number, body start, body end) in order; the numbers must run 1, 2, 3, ...
 
     A list numbered inside a claim ("comprising: 1) heating; 2) cooling", "步骤：1.获取；
     2.处理") is not a claim sequence: a marker 1 after the first claim opens one, and a number
     that would continue both that list and the claims belongs to the list unless a sentence
     or a line ends before it."""
-    bracketed = _bracket_segments(text)
+    bracketed = _bracket_spans(text)
     if bracketed:
         return bracketed
     segments: list[tuple[int, int, int]] = []  # (number, marker start, body start)
@@ -139,21 +140,23 @@ def _numbered_segments(text: str) -> list[tuple[int, str]]:
             inner_next = 2
         elif inner_next and number == inner_next:
             inner_next += 1
-    if not segments:
-        return []
-    out = []
-    for i, (number, _, body_start) in enumerate(segments):
-        end = segments[i + 1][1] if i + 1 < len(segments) else len(text)
-        out.append((number, text[body_start:end]))
-    return out
+    return [
+        (number, body_start, segments[i + 1][1] if i + 1 < len(segments) else len(text))
+        for i, (number, _, body_start) in enumerate(segments)
+    ]
 
 
 def references(text: str, own_number: int) -> list[tuple[str, tuple[int, ...]]]:
-    """Each back-reference of ``text`` as written and the earlier claims it names.
+    """Each back-reference of ``text`` (normalized: 請求項１ reads 請求項1) and the earlier
+    claims it names.
 
     >>> references("The cup of claim 1 or 2.", 3)
     [('claim 1 or 2', (1, 2))]
     """
+    return _references(normalize(text), own_number)
+
+
+def _references(text: str, own_number: int) -> list[tuple[str, tuple[int, ...]]]:
     found: list[tuple[str, tuple[int, ...]]] = []
     lower = text.lower()
     if _PREVIOUS_STEMS.search(lower):
@@ -192,7 +195,11 @@ def references(text: str, own_number: int) -> list[tuple[str, tuple[int, ...]]]:
 
 def parse_references(text: str, own_number: int) -> tuple[int, ...]:
     """Claim numbers ``text`` refers back to (only numbers below ``own_number``)."""
-    return tuple(sorted({n for _, numbers in references(text, own_number) for n in numbers}))
+    return _numbers(references(text, own_number))
+
+
+def _numbers(found: list[tuple[str, tuple[int, ...]]]) -> tuple[int, ...]:
+    return tuple(sorted({n for _, numbers in found for n in numbers}))
 
 
 def split_claims(text: str | None, lang: str | None = None) -> list[Claim]:
@@ -205,14 +212,24 @@ def split_claims(text: str | None, lang: str | None = None) -> list[Claim]:
     if text is None or not text.strip():
         return []
     clean = normalize(text)
-    segments = _numbered_segments(clean)
-    if not segments:
-        return [Claim(1, " ".join(clean.split()), ())]
+    spans = _numbered_spans(clean)
+    if not spans:
+        return [Claim(1, " ".join(text.split()), ())]
+    # Markers and references are read in the normalized text; a claim keeps its text as
+    # written (full-width punctuation and digits) where normalization left every character
+    # in its place, which nearly every text is.
+    as_written = clean != text and len(clean) == len(text)
     claims = []
-    for number, body in segments:
-        body = " ".join(body.split())
-        if body:
-            claims.append(Claim(number, body, parse_references(body, number)))
+    for number, start, end in spans:
+        body = " ".join(clean[start:end].split())
+        if not body:
+            continue
+        written = body
+        if as_written:
+            written = " ".join(text[start:end].split())
+            if " ".join(normalize(written).split()) != body:
+                written = body
+        claims.append(Claim(number, written, _numbers(_references(body, number))))
     return claims
 
 
