@@ -161,6 +161,18 @@ def test_claims_in_languages_beyond_the_papers_three(lang, text):
     ]
 
 
+def test_taiwanese_and_ordinal_chinese_references():
+    # Taiwan's claims name claim N "申請專利範圍第N項" (since 2013 also 請求項N); Chinese claims
+    # sometimes read "权利要求第1项": both counted as no reference (independent claims)
+    text = (
+        "1. 一種杯子。2. 如申請專利範圍第1項所述之杯子。3. 如申請專利範圍第1項或第2項所述之杯子。"
+        "4. 如申請專利範圍第1至3項中任一項所述之杯子。5. 如請求項1所述之杯子。"
+        "6. 根据权利要求第5项所述的杯子。"
+    )
+    assert deps(text) == [(1, ()), (2, (1,)), (3, (1, 2)), (4, (1, 2, 3)), (5, (1,)), (6, (5,))]
+    assert references("如申請專利範圍第1項或第2項所述", 3) == [("申請專利範圍第1項或第2項", (1, 2))]
+
+
 def test_a_reference_is_reported_once_as_written():
     # claim_graph's evidence: "claim 2" inside "claim 1 or claim 2" was a second reference
     assert references("The cup of claim 1 or claim 2.", 3) == [("claim 1 or claim 2", (1, 2))]

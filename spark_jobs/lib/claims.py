@@ -33,16 +33,22 @@ _BRACKET_MARKER = re.compile(r"【\s*(?:請求項|청구항)\s*(\d+)\s*】")
 # sentence, followed by '.', '、', ')' and not by a digit (2.5 mm is no marker).
 _MARKER = re.compile(r"(?:^|(?<=\n)|(?<=[.。;；:])\s*|(?<=\s))(\d+)\s*[.．、)](?!\d)")
 # "claim(s)" before a number: en, zh (simplified and traditional), ja, ko, de, fr, es, pt, it.
-# Korean also writes the number between 제 and 항 ("제1항 또는 제2항에 있어서").
+# Korean also writes the number between 제 and 항 ("제1항 또는 제2항에 있어서"), Taiwan between
+# 第 and 項 ("申請專利範圍第1項"), as Chinese may ("权利要求第1项").
 _CLAIM_WORDS = (
-    r"claims?|权利要求|權利要求|請求項|请求项|청구항|Anspr(?:uch|üchen|üche|uchs)"
+    r"claims?|权利要求|權利要求|請求項|请求项|청구항|申請專利範圍|申请专利范围"
+    r"|Anspr(?:uch|üchen|üche|uchs)"
     r"|revendications?|reivindicaci(?:ones|ón)|reivindicaç(?:ões|ão)|rivendicazion[ei]"
 )
 _KEYWORD = re.compile(
-    r"(?:claims?|权利要求|權利要求|請求項|请求项|청구항|제(?=\s*\d+\s*항))\s*", re.IGNORECASE
+    r"(?:claims?|权利要求|權利要求|請求項|请求项|청구항|申請專利範圍|申请专利范围"
+    r"|제(?=\s*\d+\s*항))\s*(?:第\s*)?",
+    re.IGNORECASE,
 )
 # Italian ranges read "rivendicazioni da 1 a 3".
-_KEYWORD_EUROPEAN = re.compile(rf"(?:{_CLAIM_WORDS}|제(?=\s*\d+\s*항))\s*(?:da\s+)?", re.IGNORECASE)
+_KEYWORD_EUROPEAN = re.compile(
+    rf"(?:{_CLAIM_WORDS}|제(?=\s*\d+\s*항))\s*(?:第\s*|da\s+)?", re.IGNORECASE
+)
 # The European words and the "preceding claims" phrases are searched for only in texts whose
 # lower-cased form holds one of these stems: the full patterns cost 4x as much on every claim.
 _EUROPEAN_STEMS = re.compile(r"anspr|revendica|reivindica|rivendica")
@@ -55,10 +61,12 @@ _LIST = (
     r"or|and|and/or|,|、|，|或|和|及|以及|又は|または|若しくは|もしくは|及び|および|ないし"
     r"|oder|und|ou|et|o|y|e|또는|및"
 )
-_NUMBER = re.compile(r"(\d+)(?:\s*항)?")
+_NUMBER = re.compile(r"(\d+)(?:\s*[항項项])?")
 # A connector counts only before another number, so "a" (es, pt, it: "1 a 3") never hides
 # "and" and a word that merely starts like a connector ends the list.
-_CONNECTOR = re.compile(rf"\s*({_RANGE}|{_LIST})\s*(?:{_CLAIM_WORDS}|제)?\s*(?=\d)", re.IGNORECASE)
+_CONNECTOR = re.compile(
+    rf"\s*({_RANGE}|{_LIST})\s*(?:{_CLAIM_WORDS})?\s*(?:제|第)?\s*(?=\d)", re.IGNORECASE
+)
 _ALL_PREVIOUS = re.compile(
     r"(?:any|one|each)\s+(?:one\s+)?(?:of\s+the\s+)?(?:preceding|previous|foregoing|above|prior)"
     r"\s+claims?\b"
