@@ -35,20 +35,21 @@ _MARKER = re.compile(r"(?:^|(?<=\n)|(?<=[.。;；:])\s*|(?<=\s))(\d+)\s*[.．、
 # "claim(s)" before a number: en, zh (simplified and traditional), ja, ko, de, fr, es, pt, it.
 # Korean also writes the number between 제 and 항 ("제1항 또는 제2항에 있어서"), Taiwan between
 # 第 and 項 ("申請專利範圍第1項"), as Chinese may ("权利要求第1项").
-_CLAIM_WORDS = (
-    r"claims?|权利要求|權利要求|請求項|请求项|청구항|申請專利範圍|申请专利范围"
-    r"|Anspr(?:uch|üchen|üche|uchs)"
-    r"|revendications?|reivindicaci(?:ones|ón)|reivindicaç(?:ões|ão)|rivendicazion[ei]"
+_WORDS = r"claims?|权利要求|權利要求|請求項|请求项|청구항|申請專利範圍|申请专利范围"
+_EUROPEAN_WORDS = (
+    r"Anspr(?:uch|üchen|üche|uchs)|revendications?|reivindicaci(?:ones|ón)"
+    r"|reivindicaç(?:ões|ão)|rivendicazion[ei]"
 )
-_KEYWORD = re.compile(
-    r"(?:claims?|权利要求|權利要求|請求項|请求项|청구항|申請專利範圍|申请专利范围"
-    r"|제(?=\s*\d+\s*항))\s*(?:第\s*)?",
-    re.IGNORECASE,
-)
-# Italian ranges read "rivendicazioni da 1 a 3".
-_KEYWORD_EUROPEAN = re.compile(
-    rf"(?:{_CLAIM_WORDS}|제(?=\s*\d+\s*항))\s*(?:第\s*|da\s+)?", re.IGNORECASE
-)
+_CLAIM_WORDS = f"{_WORDS}|{_EUROPEAN_WORDS}"
+
+
+def _keyword(words: str) -> re.Pattern:
+    # Italian ranges read "rivendicazioni da 1 a 3".
+    return re.compile(rf"(?:{words}|제(?=\s*\d+\s*항))\s*(?:第\s*|da\s+)?", re.IGNORECASE)
+
+
+_KEYWORD = _keyword(_WORDS)
+_KEYWORD_EUROPEAN = _keyword(_CLAIM_WORDS)
 # The European words and the "preceding claims" phrases are searched for only in texts whose
 # lower-cased form holds one of these stems: the full patterns cost 4x as much on every claim.
 _EUROPEAN_STEMS = re.compile(r"anspr|revendica|reivindica|rivendica")
