@@ -62,7 +62,9 @@ def test_every_query_type_is_built_from_the_silver_tables(spark):
                 "F1",
                 "en",
                 "DESC",
-                "TECHNICAL FIELD\n[0001] The invention relates to cups for tea.\n[0002] More.",
+                # headings of 20 characters or more were taken for the first paragraph
+                "CROSS-REFERENCE TO RELATED APPLICATIONS\nField of the Invention\n"
+                "[0001] The invention relates to cups for tea.\n[0002] More.",
                 80,
             ),
             ("P1", "F1", "en", "TAC", "Cup\nA cup holds tea.\n1. A cup.", 30),
@@ -74,7 +76,17 @@ def test_every_query_type_is_built_from_the_silver_tables(spark):
                 "F2",
                 "ja",
                 "DESC",
-                "【技術分野】\n【０００１】　本発明は、茶を入れる陶磁器製のカップと取っ手に関する。",
+                "【技術分野】\n【０００１】\n【特許文献１】特開２０１０－１２３４５６号公報\n"
+                "【０００２】　本発明は、茶を入れる陶磁器製のカップと取っ手に関する。",
+                40,
+            ),
+            ("P3", "F3", "zh", "ABS", "灯具。", 3),
+            (
+                "P3",
+                "F3",
+                "zh",
+                "DESC",
+                "技术领域\n[0001] 本发明涉及一种LED灯具的散热结构和制造方法。",
                 40,
             ),
         ],
@@ -92,13 +104,15 @@ def test_every_query_type_is_built_from_the_silver_tables(spark):
         "publication_number string, ipc_codes array<string>, cpc_codes array<string>",
     )
     queries = spark.createDataFrame(
-        [("P1", "en"), ("P2", "ja")], "publication_number string, lang string"
+        [("P1", "en"), ("P2", "ja"), ("P3", "zh")], "publication_number string, lang string"
     )
     texts = query_texts(queries, views, claims, patents).collect()
     got = {r["view"]: r["text"] for r in texts if r["publication_number"] == "P1"}
     japanese = {r["view"]: r["text"] for r in texts if r["publication_number"] == "P2"}
     # JP paragraph numbers are full-width and in 【】: kept, DESC1 began with 【０００１】
     assert japanese["DESC1"] == "本発明は、茶を入れる陶磁器製のカップと取っ手に関する。"
+    chinese = {r["view"]: r["text"] for r in texts if r["publication_number"] == "P3"}
+    assert chinese["DESC1"] == "本发明涉及一种LED灯具的散热结构和制造方法。"  # "LED" is no heading
     assert got["TITLE"] == "Cup"
     assert got["TA"] == "Cup\nA cup holds tea."
     assert got["FIC"] == "A cup."

@@ -6,8 +6,9 @@ are built here from silver/views, silver/claims and silver/patents, in the query
 - ``TITLE``: the title; ``TA``: title + abstract;
 - ``FIC``: the first independent claim; ``ICLAIMS``: every independent claim, in order;
 - ``DESC1``: the first description paragraph, i.e. the first line of the description with at
-  least 20 characters once a paragraph number (``[0001]``, ``【０００１】``) is removed
-  (headings such as "TECHNICAL FIELD" or "【技術分野】" are skipped);
+  least 20 characters once a paragraph number (``[0001]``, ``【０００１】``) is removed that is
+  no heading ("CROSS-REFERENCE TO RELATED APPLICATIONS", "Field of the Invention",
+  "【技術分野】": see ``_heading``);
 - ``TACD``: title + abstract + claims + description (TAC, then DESC);
 - ``CODES``: the IPC and CPC codes, space-separated, IPC first, each once;
 - ``SUMMARY``: a SumBasic extractive summary of abstract + description
@@ -25,6 +26,7 @@ from schemas.defaults import QUERY_TYPES
 from spark_jobs.lib.summary import PARAGRAPH_NUMBER_PATTERN, sumbasic
 
 PARAGRAPH_MIN_CHARS = 20
+HEADING_MAX_CHARS = 80
 _SOURCE_VIEWS = ("ABS", "CLAIM", "DESC", "TAC", "FIC", "TITLE")
 
 
@@ -39,14 +41,34 @@ def summary_udf(texts: pd.Series, langs: pd.Series) -> pd.Series:
     )
 
 
+# Han, kana and Hangul: a line holding them is no heading in capitals ("LED" in Chinese text)
+_CJK = "\\u3040-\\u30ff\\u3400-\\u4dbf\\u4e00-\\u9fff\\uac00-\\ud7af"
+
+
+def _heading(line: Column) -> Column:
+    """A heading rather than a paragraph: a line in capitals ("CROSS-REFERENCE TO RELATED
+    APPLICATIONS"), a 【...】 label, or a line under HEADING_MAX_CHARS that ends no sentence
+    and opens no list ("Field of the Invention", "【特許文献１】特開2010-1号公報")."""
+    capitals = line.rlike(f"^[^a-z{_CJK}]*[A-Z][^a-z{_CJK}]*$")
+    label = line.rlike("^【[^】]*】$")
+    unfinished = (F.length(line) < HEADING_MAX_CHARS) & ~line.rlike("[.。:：;；!?！？]$")
+    return capitals | label | unfinished
+
+
 def first_paragraph(description: Column) -> Column:
-    """The first line of at least PARAGRAPH_MIN_CHARS characters, paragraph number removed."""
+    """The first line of at least PARAGRAPH_MIN_CHARS characters that is no heading, paragraph
+    number removed; else the first line of that length, else the first line."""
     lines = F.transform(
         F.split(description, "\n"),
         lambda line: F.trim(F.regexp_replace(line, PARAGRAPH_NUMBER_PATTERN, "")),
     )
     long_lines = F.filter(lines, lambda line: F.length(line) >= PARAGRAPH_MIN_CHARS)
-    return F.coalesce(F.try_element_at(long_lines, F.lit(1)), F.try_element_at(lines, F.lit(1)))
+    paragraphs = F.filter(long_lines, lambda line: ~_heading(line))
+    return F.coalesce(
+        F.try_element_at(paragraphs, F.lit(1)),
+        F.try_element_at(long_lines, F.lit(1)),
+        F.try_element_at(lines, F.lit(1)),
+    )
 
 
 def _joined(*columns: str) -> Column:
