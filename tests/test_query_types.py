@@ -31,6 +31,26 @@ def test_sumbasic_by_hand():
     assert sumbasic("", "en") is None
 
 
+def test_sentences_do_not_end_at_abbreviations():
+    # "FIG." and "No." ended sentences: SUMMARY picked fragments such as "FIG." (its one term
+    # "fig" is among a description's most frequent) and "3 is a section of the cell."
+    text = (
+        "[0005] FIG. 1 is a view of the cell. FIGS. 2A and 2B show the plate.\n"
+        "[0006] See U.S. Pat. No. 5,123,456 for a known cell, e.g. a pouch cell. "
+        "Smith et al. (2001) describe it. It works! Does it? Type A. The end."
+    )
+    assert sentences(text) == [
+        "FIG. 1 is a view of the cell.",
+        "FIGS. 2A and 2B show the plate.",
+        "See U.S. Pat. No. 5,123,456 for a known cell, e.g. a pouch cell.",
+        "Smith et al. (2001) describe it.",
+        "It works!",
+        "Does it?",
+        "Type A.",
+        "The end.",
+    ]
+
+
 def test_sentences_and_terms_in_chinese_and_japanese():
     assert sentences("[0001] 本发明涉及电池。电池包括电极！\n背景") == [
         "本发明涉及电池。",

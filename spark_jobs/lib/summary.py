@@ -15,7 +15,17 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])|\n+")
+# Where a sentence may end: after . ! ? and a blank (Latin script), after 。！？, at line ends.
+_BREAK = re.compile(r"[.!?][^\S\n]+|[。！？]|\n+")
+# Not a sentence end: a period of an abbreviation patents are full of ("FIG. 1", "U.S. Pat.
+# No. 5,123,456", "e.g. water", "Smith et al. (2001)"), or one that a lower-case letter or a
+# digit follows.
+_ABBREVIATION = re.compile(
+    r"(?:^|[\s(\[])(?:figs?|nos?|pat|ser|appl|publ|u\.s|e\.g|i\.e|al|approx|vol|wt|ca|inc|co|"
+    r"ltd|corp|dr|mr|ms|vs|cf|ref|eqs?|ex|para|sec)\.$",
+    re.IGNORECASE,
+)
+_CONTINUES = re.compile(r"[a-z0-9]")
 # a paragraph number at the start of a line: [0001] (US, EP, CN, KR) or 【０００１】 (JP); one
 # pattern for Python's re and Java's (Spark SQL), whose \s and \d are ASCII only
 PARAGRAPH_NUMBER_PATTERN = r"^[\s\u3000]*(?:\[[0-9０-９]+\]|【[0-9０-９]+】)[\s\u3000]*"
@@ -27,11 +37,23 @@ MAX_CHARS = 600
 
 
 def sentences(text: str) -> list[str]:
-    """Sentences of ``text``: split after . ! ? (with a following blank), after 。！？ and at
+    """Sentences of ``text``: split after . ! ? (with a following blank; not after an
+    abbreviation, nor before a lower-case letter or a digit), after 。！？ and at
     line ends; paragraph numbers such as ``[0003]`` or ``【０００３】`` removed; empty pieces
     dropped."""
-    pieces = (PARAGRAPH_NUMBER.sub("", s).strip() for s in SENTENCE_END.split(text or ""))
-    return [p for p in pieces if p]
+    text = text or ""
+    pieces, start = [], 0
+    for m in _BREAK.finditer(text):
+        if m.group(0)[0] in ".!?" and (
+            _CONTINUES.match(text, m.end())
+            or _ABBREVIATION.search(text, max(0, m.start() - 16), m.start() + 1)
+        ):
+            continue
+        pieces.append(text[start : m.end()])
+        start = m.end()
+    pieces.append(text[start:])
+    cleaned = (PARAGRAPH_NUMBER.sub("", p).strip() for p in pieces)
+    return [p for p in cleaned if p]
 
 
 def terms(sentence: str, lang: str) -> list[str]:
