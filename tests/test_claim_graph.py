@@ -64,6 +64,21 @@ def test_english_technical_edges_join_independent_claims_that_share_terms():
     assert all(s > d for s, d, _ in g)
 
 
+def test_german_edges_share_technical_words_not_boilerplate():
+    # accented letters split words ("gehäuse" gave "geh"); German function words and claim
+    # boilerplate ("einem", "nach", "anspruch", "vorrichtung") were shared "technical" terms
+    text = (
+        "1. Vorrichtung mit einem Gehäuse und einem Kühlkörper. "
+        "2. Vorrichtung nach Anspruch 1, wobei das Gehäuse aus Aluminium besteht. "
+        "3. Verfahren zum Betrieb einer Vorrichtung mit einem Lüfter. "
+        "4. Verfahren zur Herstellung einer Vorrichtung mit einem Gehäuse und einem Kühlkörper."
+    )
+    g = graph(text, "de")
+    assert g[(2, 1, "legal")].evidence == "Anspruch 1"
+    assert g[(4, 1, "technical")].evidence == "gehäuse, kühlkörper"
+    assert not [k for k in g if 3 in k[:2]]  # the fan shares only boilerplate with the others
+
+
 def test_chinese_legal_and_technical_edges():
     g = graph(ZH, "zh")
     legal = {k[:2]: e.evidence for k, e in g.items() if k[2] == "legal"}

@@ -11,7 +11,8 @@ Pure Python over one patent's claims in one language, so every rule is unit-test
   with Jaccard >= ``min_jaccard`` and share >= ``min_shared`` terms; one edge per pair, from
   the later claim to the earlier; ``weight`` the Jaccard overlap; ``evidence`` the shared
   terms (at most ``EVIDENCE_TERMS``, sorted). Terms are lower-cased words of four letters or
-  more outside a stop list (Latin script); once claim boilerplate (所述, 权利要求, 前記,
+  more outside a stop list of function words and claim boilerplate (Latin script: English,
+  German, French, Spanish, Portuguese, Italian); once claim boilerplate (所述, 权利要求, 前記,
   請求項, ...) is cut out, character bigrams of Han runs and whole Katakana runs (Chinese,
   Japanese).
 
@@ -29,7 +30,10 @@ from spark_jobs.lib.claims import normalize, references
 
 EVIDENCE_TERMS = 8
 
-_WORD = re.compile(r"[a-z][a-z\-]{3,}")
+# Latin letters with their accented forms (Latin-1 and Latin Extended-A): "gehäuse" is one
+# word, not "geh" and "use"
+_LETTER = "a-z\u00df-\u00f6\u00f8-\u00ff\u0100-\u017f"
+_WORD = re.compile(rf"[{_LETTER}][{_LETTER}\-]{{3,}}")
 _STOP = frozenset(
     """
     about above according additionally after also among another apparatus being below
@@ -40,6 +44,26 @@ _STOP = frozenset(
     including claim claims preceding previous foregoing above-mentioned characterized
     characterised configured arranged adapted method device system plurality first second
     third respective respectively portion part parts unit means step steps
+    """.split()
+    # function words and claim boilerplate of German, French, Spanish, Portuguese and Italian
+    # claims (four letters or more), whose references claims.py reads too
+    + """
+    nach gemäß einem einer eines einen eine dass oder sind wird werden durch über unter
+    zwischen sowie mindestens wenigstens ersten zweiten erste zweite dritte mittels wobei
+    welche welcher welches dadurch gekennzeichnet umfassend aufweisend anspruch ansprüche
+    ansprüchen vorrichtung verfahren system vorhergehenden
+    selon dans pour avec sont leur leurs entre moins premier première second seconde
+    deuxième ledit ladite lesdits lesdites lequel laquelle lesquels lesquelles dont ainsi
+    caractérisé caractérisée comprenant comprend revendication revendications dispositif
+    procédé précédentes
+    para según donde entre menos primer primera segundo segunda dicho dicha dichos dichas
+    cual como también caracterizado caracterizada comprende reivindicación reivindicaciones
+    procedimiento método anteriores cualquiera
+    secondo detto detta detti dette almeno primo nella nelle dalla della delle degli sono
+    come caratterizzato comprendente rivendicazione rivendicazioni dispositivo metodo
+    precedenti qualsiasi
+    pelo pela dito dita ditos ditas primeiro sendo reivindicação reivindicações
+    compreendendo caracterizado qualquer
     """.split()
 )
 # claim boilerplate of Chinese and Japanese claims, cut out before taking bigrams
