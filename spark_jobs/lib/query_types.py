@@ -49,7 +49,9 @@ def _heading(line: Column) -> Column:
     """A heading rather than a paragraph: a line in capitals ("CROSS-REFERENCE TO RELATED
     APPLICATIONS"), a 【...】 label, or a line under HEADING_MAX_CHARS that ends no sentence
     and opens no list ("Field of the Invention", "【特許文献１】特開2010-1号公報")."""
-    capitals = line.rlike(f"^[^a-z{_CJK}]*[A-Z][^a-z{_CJK}]*$")
+    # two linear tests: one pattern "no lower case ... a capital ... no lower case" backtracks
+    # quadratically on a long line of capitals that ends in lower case (a sequence listing)
+    capitals = line.rlike(f"^[^a-z{_CJK}]*$") & line.rlike("[A-Z]")
     label = line.rlike("^【[^】]*】$")
     unfinished = (F.length(line) < HEADING_MAX_CHARS) & ~line.rlike("[.。:：;；!?！？]$")
     return capitals | label | unfinished
