@@ -106,7 +106,8 @@ def test_every_query_type_is_built_from_the_silver_tables(spark):
                 "F3",
                 "zh",
                 "DESC",
-                "技术领域\n[0001] 本发明涉及一种LED灯具的散热结构和制造方法。",
+                # without line breaks: its paragraph numbers start its paragraphs
+                "技术领域 [0001] 本发明涉及一种LED灯具的散热结构和制造方法。[0002] 背景技术。",
                 40,
             ),
         ],

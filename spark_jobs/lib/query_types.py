@@ -57,11 +57,17 @@ def _heading(line: Column) -> Column:
     return capitals | label | unfinished
 
 
+# A line break, or an inline paragraph number of four digits or more ("... [0002] ...", a
+# description exported without line breaks); "[1]" may be a reference, not a paragraph.
+_PARAGRAPH_BREAK = r"\n|(?=\[[0-9０-９]{4,}\])|(?=【[0-9０-９]{4,}】)"
+
+
 def first_paragraph(description: Column) -> Column:
-    """The first line of at least PARAGRAPH_MIN_CHARS characters that is no heading, paragraph
-    number removed; else the first line of that length, else the first line."""
+    """The first line (or numbered paragraph) of at least PARAGRAPH_MIN_CHARS characters that
+    is no heading, paragraph number removed; else the first line of that length, else the
+    first line."""
     lines = F.transform(
-        F.split(description, "\n"),
+        F.split(description, _PARAGRAPH_BREAK),
         lambda line: F.trim(F.regexp_replace(line, PARAGRAPH_NUMBER_PATTERN, "")),
     )
     long_lines = F.filter(lines, lambda line: F.length(line) >= PARAGRAPH_MIN_CHARS)
