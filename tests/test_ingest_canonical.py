@@ -334,6 +334,28 @@ def bigquery_table(records):
     return pa.Table.from_pylist(rows, schema=schema)
 
 
+def not_utf8(table):
+    """``table`` with the bytes "th" of its claims texts replaced by two that are no UTF-8."""
+    import pyarrow as pa
+
+    index = table.schema.get_field_index("claims_localized")
+    column = table.column(index).combine_chunks()
+    texts = column.values.field("text")
+    validity, offsets, data = texts.buffers()
+    broken = pa.py_buffer(data.to_pybytes().replace(b"th", b"\xff\xfe"))
+    texts = pa.Array.from_buffers(pa.string(), len(texts), [validity, offsets, broken])
+    entries = pa.StructArray.from_arrays(
+        [
+            texts if f.name == "text" else column.values.field(f.name)
+            for f in column.type.value_type
+        ],
+        fields=list(column.type.value_type),
+    )
+    return table.set_column(
+        index, "claims_localized", pa.ListArray.from_arrays(column.offsets, entries)
+    )
+
+
 def test_a_google_patents_parquet_export_is_ingested_like_its_json_lines(spark, tmp_path):
     """DESIGN.md's first input is the export as BigQuery writes it, JSON lines or Parquet.
     A Parquet export was read as text: every "line" of its bytes quarantined (invalid_utf8,
@@ -439,6 +461,12 @@ def test_parquet_of_another_nested_type_is_left_out_by_field_and_misnamed_parque
     large = large.set_column(index, "description_localized", pa.array([long], good[index].type))
     pq.write_table(large, export / "f.parquet")
     pq.write_table(pa.table({"pub_no": ["US-6-A1"], "title": ["Cup"]}), export / "g.parquet")
+    # a claims text whose bytes are not UTF-8 (Parquet does not check them): it reached
+    # bronze and stopped curate's Python code with a UnicodeDecodeError
+    pq.write_table(
+        not_utf8(good.set_column(0, "publication_number", pa.array(["US-7-A1"]))),
+        export / "h.parquet",
+    )
 
     metrics = ingest.run(
         spark, str(tmp_path / "lake"), str(export), "google_patents", None, None, 4096
@@ -454,7 +482,9 @@ def test_parquet_of_another_nested_type_is_left_out_by_field_and_misnamed_parque
     quarantine = DeltaTable(str(tmp_path / "lake" / "quarantine")).to_pandas()
     large = quarantine[quarantine.reason == "record_too_large"]  # as a line above the limit
     assert list(large.record_id) == ["US-5-A1"] and "Cups. Cups." in large.record.iloc[0]
-    quarantine = quarantine[quarantine.reason != "record_too_large"]
+    bad = quarantine[quarantine.reason == "invalid_utf8"]  # as a line of such bytes
+    assert list(bad.record_id) == ["US-7-A1"] and "1. A \ufffd\ufffding." in bad.record.iloc[0]
+    quarantine = quarantine[~quarantine.reason.isin(["record_too_large", "invalid_utf8"])]
     errors = {
         f.rsplit("/", 1)[-1]: json.loads(r)["error"]
         for f, r in zip(quarantine.source_file, quarantine.record, strict=True)

@@ -17,6 +17,7 @@ from pyspark.sql.types import (
     DataType,
     DateType,
     NumericType,
+    StringType,
     StructField,
     StructType,
     TimestampNTZType,
@@ -335,8 +336,16 @@ def read_parquet(
         else spark.createDataFrame([], wanted).withColumn("source_file", F.lit(None).cast("string"))
     )
     columns = [F.col(f.name) for f in wanted.fields]
+    # Parquet stores strings as bytes nobody checked: a text that is not UTF-8 would stop
+    # curate's Python code, so such a record is quarantined as invalid_utf8, as a line is
+    valid_utf8 = _valid_utf8(F.struct(*columns), wanted)
     # the JSON once per record (a second select: Spark does not repeat a costly expression)
-    frame = frame.select("source_file", *columns, F.to_json(F.struct(*columns)).alias("_raw"))
+    frame = frame.select(
+        "source_file",
+        *columns,
+        F.to_json(F.struct(*columns)).alias("_raw"),
+        valid_utf8.alias("_valid_utf8"),
+    )
     too_large = F.octet_length("_raw") > F.lit(max_record_bytes)
     return frame.select(
         F.when(too_large, F.substring("_raw", 1, QUARANTINED_PREFIX_CHARS))
@@ -347,9 +356,36 @@ def read_parquet(
         F.lit(False).alias("corrupt"),
         F.lit(None).cast("string").alias("bad_field"),
         too_large.alias("too_large"),
-        F.lit(True).alias("valid_utf8"),
+        F.col("_valid_utf8").alias("valid_utf8"),
         F.octet_length("_raw").alias("record_bytes"),
     )
+
+
+def _holds_string(data_type: DataType) -> bool:
+    if isinstance(data_type, StructType):
+        return any(_holds_string(f.dataType) for f in data_type.fields)
+    if isinstance(data_type, ArrayType):
+        return _holds_string(data_type.elementType)
+    return isinstance(data_type, StringType)
+
+
+def _valid_utf8(column: Column, data_type: DataType) -> Column:
+    """True when every string in ``column`` (of a type that ``_holds_string``), nested ones
+    too, is UTF-8; a null is."""
+    if isinstance(data_type, StructType):
+        return reduce(
+            Column.__and__,
+            [
+                _valid_utf8(column.getField(f.name), f.dataType)
+                for f in data_type.fields
+                if _holds_string(f.dataType)
+            ],
+        )
+    if isinstance(data_type, ArrayType):
+        return F.coalesce(
+            F.forall(column, lambda e: _valid_utf8(e, data_type.elementType)), F.lit(True)
+        )
+    return F.coalesce(F.is_valid_utf8(column), F.lit(True))
 
 
 def input_schema(spark: SparkSession, fields) -> StructType:
