@@ -245,6 +245,24 @@ def test_claims_keep_their_text_as_written():
     assert split_claims("カップ（ＡＢＣ）", "ja")[0].text == "カップ（ＡＢＣ）"  # no numbering
 
 
+def test_cancelled_claims_are_no_claims():
+    # a US publication of a continuation begins "1-20. (canceled)": the whole text was one
+    # claim 1 ("-20. (canceled) 21. A method ..."), which became the first independent claim
+    text = (
+        "What is claimed is:\n1.-20. (Canceled)\n21. A method comprising heating.\n"
+        "22. The method of claim 21, wherein cooling.\n23. (canceled)\n"
+        "24. The method of claim 21 or 23."
+    )
+    claims = split_claims(text, "en")
+    assert [(c.number, c.text, c.depends_on) for c in claims] == [
+        (21, "A method comprising heating.", ()),
+        (22, "The method of claim 21, wherein cooling.", (21,)),
+        (24, "The method of claim 21 or 23.", (21, 23)),
+    ]
+    assert first_independent_claim(claims).number == 21
+    assert split_claims("1-20. (cancelled)", "en") == []
+
+
 def test_forward_and_self_references_are_ignored():
     assert parse_references("The cup of claim 3 or claim 2.", own_number=2) == ()
 

@@ -32,6 +32,14 @@ _BRACKET_MARKER = re.compile(r"【\s*(?:請求項|청구항)\s*(\d+)\s*】")
 # A claim marker is a number at the start, after a line break or after the end of the previous
 # sentence, followed by '.', '、', ')' and not by a digit (2.5 mm is no marker).
 _MARKER = re.compile(r"(?:^|(?<=\n)|(?<=[.。;；:])\s*|(?<=\s))(\d+)\s*[.．、)](?!\d)")
+# Claims 1 to N cancelled before the first claim ("What is claimed is: 1.-20. (Canceled)").
+_CANCELLED_RANGE = re.compile(
+    r"\s*(?:what\s+is\s+claimed\s+is|we\s+claim|i\s+claim|claims)?\s*:?\s*1\s*\.?\s*"
+    r"(?:-|–|to|through)\s*(\d+)\s*\.?\s*[(\[]?\s*(?:canceled|cancelled|deleted)\s*[)\]]?\s*\.?",
+    re.IGNORECASE,
+)
+# The body of a claim that is only its cancellation ("5. (canceled)"): no claim is left.
+_CANCELLED = re.compile(r"[(\[]?\s*(?:canceled|cancelled|deleted)\s*[)\]]?\s*\.?", re.IGNORECASE)
 # "claim(s)" before a number: en, zh (simplified and traditional), ja, ko, de, fr, es, pt, it.
 # Korean also writes the number between 제 and 항 ("제1항 또는 제2항에 있어서"), Taiwan between
 # 第 and 項 ("申請專利範圍第1項"), as Chinese may ("权利要求第1项").
@@ -127,7 +135,9 @@ def _after_sentence_end(text: str, pos: int) -> bool:
 
 
 def _numbered_spans(text: str) -> list[tuple[int, int, int]]:
-    """(claim number, body start, body end) in order; the numbers must run 1, 2, 3, ...
+    """(claim number, body start, body end) in order; the numbers must run 1, 2, 3, ..., or
+    N+1, N+2, ... after claims 1 to N cancelled at the start ("1-20. (canceled)", as US
+    publications of continuations begin).
 
     A list numbered inside a claim ("comprising: 1) heating; 2) cooling", "步骤：1.获取；
     2.处理") is not a claim sequence: a marker 1 after the first claim opens one, and a number
@@ -136,11 +146,15 @@ def _numbered_spans(text: str) -> list[tuple[int, int, int]]:
     bracketed = _bracket_spans(text)
     if bracketed:
         return bracketed
+    first, pos = 1, 0
+    cancelled = _CANCELLED_RANGE.match(text)
+    if cancelled:  # a continuation's claims go on after the cancelled ones
+        first, pos = int(cancelled.group(1)) + 1, cancelled.end()
     segments: list[tuple[int, int, int]] = []  # (number, marker start, body start)
     inner_next = 0  # the next number of a list open inside the current claim; 0: none
-    for m in _MARKER.finditer(text):
+    for m in _MARKER.finditer(text, pos):
         number = int(m.group(1))
-        if number == len(segments) + 1 and (
+        if number == first + len(segments) and (
             number != inner_next or _after_sentence_end(text, m.start(1))
         ):
             segments.append((number, m.start(), m.end()))
@@ -223,6 +237,8 @@ def split_claims(text: str | None, lang: str | None = None) -> list[Claim]:
     clean = normalize(text)
     spans = _numbered_spans(clean)
     if not spans:
+        if _CANCELLED_RANGE.fullmatch(clean):
+            return []  # every claim cancelled
         return [Claim(1, " ".join(text.split()), ())]
     # Markers and references are read in the normalized text; a claim keeps its text as
     # written (full-width punctuation and digits) where normalization left every character
@@ -231,7 +247,7 @@ def split_claims(text: str | None, lang: str | None = None) -> list[Claim]:
     claims = []
     for number, start, end in spans:
         body = " ".join(clean[start:end].split())
-        if not body:
+        if not body or _CANCELLED.fullmatch(body):
             continue
         written = body
         if as_written:
