@@ -61,8 +61,17 @@ def test_japanese_claims_with_full_width_markers_and_ranges():
         "【請求項１】\nカップ本体を備えるカップ。\n【請求項２】\n取っ手をさらに備える、請求項１に記載のカップ。\n"
         "【請求項３】\n請求項１又は２に記載のカップ。\n【請求項４】\n請求項１～３のいずれか一項に記載のカップ。\n"
         "【請求項５】\n請求項２乃至４のいずれか一項に記載のカップ。"
+        # the wave dash (U+301C), as JIS texts write "to": NFKC leaves it, it was no range
+        "【請求項６】\n請求項１〜３のいずれか一項に記載のカップ。"
     )
-    assert deps(text, "ja") == [(1, ()), (2, (1,)), (3, (1, 2)), (4, (1, 2, 3)), (5, (2, 3, 4))]
+    assert deps(text, "ja") == [
+        (1, ()),
+        (2, (1,)),
+        (3, (1, 2)),
+        (4, (1, 2, 3)),
+        (5, (2, 3, 4)),
+        (6, (1, 2, 3)),
+    ]
     assert split_claims(text, "ja")[0].text == "カップ本体を備えるカップ。"
 
 
@@ -241,6 +250,13 @@ def test_claims_keep_their_text_as_written():
     assert [(c.text, c.depends_on) for c in split_claims(moved, "zh")] == [
         ("重量1kg的杯子。", ()),
         ("根据权利要求1所述的杯子。", (1,)),
+    ]
+    # one character composed (e + U+0301 -> é) and one expanded (㎏ -> kg): the same length,
+    # but the places moved, so the normal form again
+    balanced = "1. A cafe\u0301 cup. 2. A cup of 1㎏, of claim 1."
+    assert [c.text for c in split_claims(balanced, "en")] == [
+        "A caf\u00e9 cup.",
+        "A cup of 1kg, of claim 1.",
     ]
     assert split_claims("カップ（ＡＢＣ）", "ja")[0].text == "カップ（ＡＢＣ）"  # no numbering
 

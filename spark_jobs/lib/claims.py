@@ -65,7 +65,9 @@ _PREVIOUS_STEMS = re.compile(
     r"preced|previous|foregoing|above|prior|前述|上述|前面|前記いずれか|前記何れか|先行|선행|전술|앞선"
     r"|vorh|voran|vorst|précéd|antérieur|anterior|precedent"
 )
-_RANGE = r"to|through|until|-|–|~|至|到|乃至|から|bis|à|a|al|내지"
+# NFKC leaves the wave dash of Japanese texts (〜, U+301C; "請求項１〜３") and the dashes
+# other than the hyphen-minus as they are
+_RANGE = r"to|through|until|-|–|—|―|‐|‑|−|~|〜|至|到|乃至|から|bis|à|a|al|내지"
 _LIST = (
     r"or|and|and/or|,|、|，|或|和|及|以及|又は|または|若しくは|もしくは|及び|および|ないし"
     r"|oder|und|ou|et|o|y|e|또는|및"
@@ -100,6 +102,27 @@ _PREVIOUS = re.compile(
     r"|la\s+reivindicación\s+(?:anterior|precedente)",
     re.IGNORECASE,
 )
+
+
+def _composing() -> re.Pattern:
+    """Characters NFKC may compose with the one before (the second of a canonical pair, a
+    Hangul jamo, one whose normal form holds such a character) and every character beyond
+    the Basic Multilingual Plane: where none occurs, NFKC maps each character by itself."""
+    second = set()
+    for code in range(0x10000):
+        parts = unicodedata.decomposition(chr(code)).split()
+        if len(parts) == 2 and not parts[0].startswith("<"):
+            second.add(chr(int(parts[1], 16)))
+    chars = second | {
+        chr(code)
+        for code in range(0x10000)
+        if second & set(unicodedata.normalize("NFKC", chr(code)))
+    }
+    ranges = "\u1100-\u11ff\ua960-\ua97f\ud7b0-\ud7ff\U00010000-\U0010ffff"
+    return re.compile("[" + "".join(re.escape(c) for c in sorted(chars)) + ranges + "]")
+
+
+_COMPOSING = _composing()
 
 
 def normalize(text: str) -> str:
@@ -242,18 +265,16 @@ def split_claims(text: str | None, lang: str | None = None) -> list[Claim]:
         return [Claim(1, " ".join(text.split()), ())]
     # Markers and references are read in the normalized text; a claim keeps its text as
     # written (full-width punctuation and digits) where normalization left every character
-    # in its place, which nearly every text is.
-    as_written = clean != text and len(clean) == len(text)
+    # in its place, which nearly every text does.
+    source = clean
+    if clean != text and len(clean) == len(text) and not _COMPOSING.search(text):
+        source = text  # every character normalized by itself, to one: the same places
     claims = []
     for number, start, end in spans:
         body = " ".join(clean[start:end].split())
         if not body or _CANCELLED.fullmatch(body):
             continue
-        written = body
-        if as_written:
-            written = " ".join(text[start:end].split())
-            if " ".join(normalize(written).split()) != body:
-                written = body
+        written = body if source is clean else " ".join(source[start:end].split())
         claims.append(Claim(number, written, _numbers(_references(body, number))))
     return claims
 
