@@ -279,6 +279,66 @@ def test_cancelled_claims_are_no_claims():
     assert split_claims("1-20. (cancelled)", "en") == []
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a number in unnumbered claims opened "claim 1" there: the text before it was lost
+        "A cup with a length of 1. The cup is blue.",
+        # a claims text ending in a reference gave no claim at all
+        "A cup with a handle. The cup of claim 1.",
+    ],
+)
+def test_a_number_inside_claim_text_opens_no_claim_and_loses_nothing(text):
+    assert [(c.number, c.text) for c in split_claims(text, "en")] == [(1, text)]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "What is claimed is: 1. A cup. 2. The cup of claim 1.",
+        "What is claimed is 1. A cup. 2. The cup of claim 1.",
+        "CLAIMS\n1. A cup.\n2. The cup of claim 1.",
+        "CUP\n1. A cup.\n2. The cup of claim 1.",  # a title line
+    ],
+)
+def test_a_heading_before_claim_1_is_no_claim_text(text):
+    assert [(c.number, c.text) for c in split_claims(text, "en")] == [
+        (1, "A cup."),
+        (2, "The cup of claim 1."),
+    ]
+
+
+@pytest.mark.parametrize(
+    "text, lang",
+    [
+        ("Claim 1. A cup.\nClaim 2. The cup of claim 1.", "en"),
+        ("Claim 1: A cup. Claim 2: The cup of claim 1.", "en"),
+        ("Claim 1\nA cup.\nClaim 2\nThe cup of claim 1.", "en"),
+        ("Anspruch 1. A cup. Anspruch 2. The cup of claim 1.", "de"),
+        ("청구범위\n청구항 1\nA cup.\n청구항 2\nThe cup of claim 1.", "ko"),
+    ],
+)
+def test_claim_headings_belong_to_the_marker(text, lang):
+    # the heading word of the next claim ended the previous one ("A cup. Claim"), and a
+    # colon or a line break after the number was no marker at all
+    assert [(c.number, c.text, c.depends_on) for c in split_claims(text, lang)] == [
+        (1, "A cup.", ()),
+        (2, "The cup of claim 1.", (1,)),
+    ]
+
+
+@pytest.mark.parametrize("named", ["FIG. 2", "Fig. 2", "figure 2", "Formula 2", "step 2", "图 2"])
+def test_a_number_after_a_figure_or_step_is_no_claim(named):
+    text = f"1. A cup as in {named}. 2. The cup of claim 1."
+    assert [(c.number, c.text) for c in split_claims(text, "en")] == [
+        (1, f"A cup as in {named}."),
+        (2, "The cup of claim 1."),
+    ]
+    # a sentence ending in such a word still ends before the next claim
+    ends = "1. A cup. 2. The cup of claim 1, made in one step. 3. The cup of claim 2."
+    assert [c.number for c in split_claims(ends, "en")] == [1, 2, 3]
+
+
 def test_forward_and_self_references_are_ignored():
     assert parse_references("The cup of claim 3 or claim 2.", own_number=2) == ()
 

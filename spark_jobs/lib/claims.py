@@ -31,8 +31,30 @@ class Claim:
 # CN, WO).
 _BRACKET_MARKER = re.compile(r"【\s*(?:請求項|청구항)\s*(\d+)\s*】")
 # A claim marker is a number at the start, after a line break or after the end of the previous
-# sentence, followed by '.', '、', ')' and not by a digit (2.5 mm is no marker).
-_MARKER = re.compile(r"(?:^|(?<=\n)|(?<=[.。;；:])\s*|(?<=\s))(\d+)\s*[.．、)](?!\d)")
+# sentence, followed by '.', '、', ')' and not by a digit (2.5 mm is no marker). A heading word
+# before it belongs to the marker, and then a colon or the end of the line may follow the
+# number ("Claim 2. The cup ...", "Claim 2: The cup ...", "청구항 2\n청구항 1에 있어서, ...").
+_MARKER = re.compile(
+    r"(?:^|(?<=\n)|(?<=[.。;；:])\s*|(?<=\s))(\d+)(?:\s*([.．、):：])|[ \t]*(\n))(?!\d)"
+)
+_HEADING = frozenset(
+    "claim anspruch revendication reivindicación reivindicacion reivindicação reivindicacao "
+    "rivendicazione 청구항".split()
+)
+# A number right after a figure, formula, table or step names that ("as in FIG. 2. 2. The
+# cup ..."), not a claim.
+_NAMED = frozenset(
+    "fig. figs. fig figs figure figures formula formulae table tables step steps equation "
+    "equations eq. example examples scheme schemes no. nr.".split()
+)
+# What may stand before claim 1: nothing, a line ending in a colon ("What is claimed is:"), or
+# a short heading without a sentence in it ("CLAIMS", "权利要求书", "Patentansprüche"): a line
+# of its own or one holding a claim word. Anything else is claim text, and a number in it
+# ("a length of 1. The cup is blue.") opens no claim.
+_HEADING_STEMS = re.compile(
+    r"claim|权利要求|權利要求|請求|청구|anspr|revendica|reivindica|rivendica|conclusie|krav",
+    re.IGNORECASE,
+)
 # Claims 1 to N cancelled before the first claim ("What is claimed is: 1.-20. (Canceled)").
 _CANCELLED_RANGE = re.compile(
     r"\s*(?:what\s+is\s+claimed\s+is|we\s+claim|i\s+claim|claims)?\s*:?\s*1\s*\.?\s*"
@@ -157,6 +179,18 @@ def _after_sentence_end(text: str, pos: int) -> bool:
     return not before or before[-1] in ".。\n"
 
 
+def _opens_claims(text: str, pos: int, marker: int) -> bool:
+    """True when ``text[pos:marker]``, before claim 1's marker, is no claim text."""
+    before = text[pos:marker].rstrip(" \t\r\f\v")
+    at_line_start = before.endswith("\n")
+    before = before.strip()
+    if not before or before[-1] in ":：":
+        return True
+    if len(before) > 80 or re.search(r"[.。!?;；]", before):
+        return False
+    return at_line_start or _HEADING_STEMS.search(before) is not None
+
+
 def _numbered_spans(text: str) -> list[tuple[int, int, int]]:
     """(claim number, body start, body end) in order; the numbers must run 1, 2, 3, ..., or
     N+1, N+2, ... after claims 1 to N cancelled at the start ("1-20. (canceled)", as US
@@ -165,7 +199,9 @@ def _numbered_spans(text: str) -> list[tuple[int, int, int]]:
     A list numbered inside a claim ("comprising: 1) heating; 2) cooling", "步骤：1.获取；
     2.处理") is not a claim sequence: a marker 1 after the first claim opens one, and a number
     that would continue both that list and the claims belongs to the list unless a sentence
-    or a line ends before it."""
+    or a line ends before it. Claim 1's marker follows nothing but a heading
+    (``_opens_claims``): in unnumbered claims a number ("a length of 1. The cup") opens no
+    claim, and the whole text stays one claim."""
     bracketed = _bracket_spans(text)
     if bracketed:
         return bracketed
@@ -176,11 +212,20 @@ def _numbered_spans(text: str) -> list[tuple[int, int, int]]:
     segments: list[tuple[int, int, int]] = []  # (number, marker start, body start)
     inner_next = 0  # the next number of a list open inside the current claim; 0: none
     for m in _MARKER.finditer(text, pos):
-        number = int(m.group(1))
+        number, at, start = int(m.group(1)), m.start(1), m.start()
+        lo = max(pos, at - 24)
+        before = text[lo:at].rstrip()
+        word = before.rsplit(None, 1)[-1].lower() if before else ""
+        if word in _HEADING:  # "Claim 2." / "Claim 2:": the marker starts at the word
+            at = start = lo + len(before) - len(word)
+        elif m.group(3) or m.group(2) in ":：" or word in _NAMED or word[-1:] in ("図", "图"):
+            continue  # "at 1: heat", "size 1\n", "as in FIG. 2."
+        if not segments and number == first and not _opens_claims(text, pos, start):
+            continue  # "a length of 1. The cup is blue.": claim text, no marker
         if number == first + len(segments) and (
-            number != inner_next or _after_sentence_end(text, m.start(1))
+            number != inner_next or _after_sentence_end(text, at)
         ):
-            segments.append((number, m.start(), m.end()))
+            segments.append((number, start, m.end()))
             inner_next = 0
         elif number == 1 and segments:
             inner_next = 2
