@@ -22,7 +22,12 @@ def entry(text, language="en", truncated=False):
         ("x<a and y>b", "x<a and y>b"),  # a one-letter tag takes only name="value" attributes
         ("no closing < here", "no closing < here"),
         # markup: HTML and patent full-text XML tags with their attributes, comments
-        ("H<sub>2</sub>O<br/>gas", "H 2 O gas"),
+        # a tag inside a word or formula leaves no blank ("H 2 O" before); a block tag does
+        ("H<sub>2</sub>O<br/>gas", "H2O gas"),
+        ("Fe<SUP>3+</SUP> and <b>bold</b>face<p>next", "Fe3+ and boldface next"),
+        # character references are decoded, after the tags: "&lt;b&gt;" is text
+        ("x &lt; 5 &amp;&#160;100&deg;C, &#x3b1;-&lt;b&gt;", "x < 5 & 100°C, α-<b>"),
+        ("AT&T and R&D; &unknown; stay", "AT&T and R&D; &unknown; stay"),
         ('see <claim-ref idref="CLM-00001">claim 1</claim-ref>', "see claim 1"),
         ("<td nowrap>cell</td><!-- a > b -->", "cell"),
         ('<a href="x.html">link</a>', "link"),

@@ -10,6 +10,7 @@ record in one Arrow UDF, which reads the texts once instead of once per SQL expr
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import Iterable, Mapping
 
@@ -38,14 +39,30 @@ _MARKUP = frozenset(
 )
 
 
+# Tags inside a word or formula: dropped without a blank, as a browser renders them
+# ("H<sub>2</sub>O" is "H2O", "Fe<sup>3+</sup>" "Fe3+"); every other tag ends a word.
+_INLINE = frozenset(
+    "a abbr b big cite code del em font i ins kbd o q s small smallcaps span strike strong sub "
+    "sup tt u".split()
+)
+
+
 def _drop_markup(match: re.Match) -> str:
     name, attributes = match.group(1, 2)
     if name is None:  # a comment
         return " "
-    markup = name.lower() in _MARKUP and (
+    name = name.lower()
+    markup = name in _MARKUP and (
         len(name) > 1 or _VALUED_ATTRIBUTES.fullmatch(attributes) is not None
     )
-    return " " if markup else match.group(0)
+    if not markup:
+        return match.group(0)
+    return "" if name in _INLINE else " "
+
+
+# Character references (&lt; &amp; &deg; &#176; &#xB0;), as texts with markup and some plain
+# exports write them; an unknown name stays as written.
+_REFERENCE = re.compile(r"&(?:[A-Za-z][A-Za-z0-9]{1,31}|#[0-9]{1,7}|#[xX][0-9A-Fa-f]{1,6});")
 
 
 _BLANKS = re.compile(r"[ \t\r\f\u00a0\u3000]+")
@@ -55,10 +72,12 @@ _LINE_BREAK = re.compile(r"[ \t\n\x0b\f\r]*\n[ \t\n\x0b\f\r]*")
 
 
 def clean_text(text: str) -> str:
-    """Drop markup tags (not inequalities), collapse blanks within lines and blank lines,
-    strip spaces."""
+    """Drop markup tags (not inequalities), decode character references, collapse blanks
+    within lines and blank lines, strip spaces."""
     if "<" in text:
         text = _TAG.sub(_drop_markup, text)
+    if "&" in text:  # after the tags: "&lt;b&gt;" is the text "<b>"
+        text = _REFERENCE.sub(lambda m: html.unescape(m.group()), text)
     text = _BLANKS.sub(" ", text)
     if "\n" in text:
         text = _LINE_BREAK.sub("\n", text)
