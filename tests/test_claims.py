@@ -327,6 +327,23 @@ def test_claim_headings_belong_to_the_marker(text, lang):
     ]
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[請求項1] カップ。[請求項2] 請求項1に記載のカップ。",
+        "［請求項１］カップ。［請求項２］請求項１に記載のカップ。",
+        "[청구항 1]\n컵。\n[청구항 2]\n제1항에 있어서, 컵。",
+        "[Claim 1]\nA cup.\n[Claim 2]\nThe cup of claim 1.",
+    ],
+)
+def test_bracketed_markers_in_square_brackets(text):
+    # plain-text and translated copies of JP and KR claims write 【請求項1】 as [請求項1] or
+    # [Claim 1]: the whole text was one claim 1
+    claims = split_claims(text)
+    assert [(c.number, c.depends_on) for c in claims] == [(1, ()), (2, (1,))]
+    assert not any("[" in c.text or "［" in c.text for c in claims)
+
+
 @pytest.mark.parametrize("named", ["FIG. 2", "Fig. 2", "figure 2", "Formula 2", "step 2", "图 2"])
 def test_a_number_after_a_figure_or_step_is_no_claim(named):
     text = f"1. A cup as in {named}. 2. The cup of claim 1."

@@ -27,9 +27,13 @@ class Claim:
         return not self.depends_on
 
 
-# 【請求項１】 (JP) and 【청구항 1】 (KR), "1." / "1、" / "1)" at the start of a claim (US, EP,
-# CN, WO).
-_BRACKET_MARKER = re.compile(r"【\s*(?:請求項|청구항)\s*(\d+)\s*】")
+# 【請求項１】 (JP) and 【청구항 1】 (KR), also in square brackets as plain-text and translated
+# copies write them ("[請求項1]", "[청구항 1]", "[Claim 1]"); "1." / "1、" / "1)" at the start
+# of a claim (US, EP, CN, WO).
+_BRACKET_MARKER = re.compile(
+    r"(?:【\s*(?:請求項|청구항)\s*(\d+)\s*】|\[\s*(?:請求項|청구항|claim)\s*(\d+)\s*\])",
+    re.IGNORECASE,
+)
 # A claim marker is a number at the start, after a line break or after the end of the previous
 # sentence, followed by '.', '、', ')' and not by a digit (2.5 mm is no marker). A heading word
 # before it belongs to the marker, and then a colon or the end of the line may follow the
@@ -153,16 +157,18 @@ def normalize(text: str) -> str:
 
 
 def _bracket_spans(text: str) -> list[tuple[int, int, int]]:
-    """(claim number, body start, body end) at 【請求項N】 / 【청구항 N】 markers numbered 1, 2,
-    3, ... in order.
+    """(claim number, body start, body end) at 【請求項N】 / 【청구항 N】 / [Claim N] markers
+    numbered 1, 2, 3, ... in order.
 
     A marker out of that sequence (a repeated or amended claim set, a number skipped) stays
     in the body of the claim before it, so every number is unique and no text is lost; a
     text whose markers do not start at 【請求項1】 before any other gives no segments (the
     generic rules then apply)."""
+    if "【" not in text and "[" not in text:
+        return []
     accepted = []
     for m in _BRACKET_MARKER.finditer(text):
-        if int(m.group(1)) == len(accepted) + 1:
+        if int(m.group(1) or m.group(2)) == len(accepted) + 1:
             accepted.append(m)
         elif not accepted:
             return []
