@@ -42,6 +42,28 @@ def test_clean_text(raw, clean):
     assert clean_text(raw) == clean
 
 
+@pytest.mark.parametrize(
+    ("raw", "abstract"),
+    [
+        # the form of a Japanese abstract: its labels and the selected figure are no text
+        (
+            "【課題】熱伝導性に優れたカップを提供する。【解決手段】カップ本体と取っ手とを備え"
+            "る。【選択図】図１",
+            "熱伝導性に優れたカップを提供する。カップ本体と取っ手とを備える。",
+        ),
+        ("【要約】\n【目的】カップ。\n【構成】取っ手。\n【選択図】 なし", "カップ。\n取っ手。"),
+        ("式【化１】で表される化合物。", "式【化１】で表される化合物。"),  # a formula stays
+        ("A cup. 【選択図】 is text here, not the form's last line.", None),
+    ],
+)
+def test_japanese_abstract_form_labels_are_dropped(raw, abstract):
+    (row,) = per_language(None, [entry(raw, "ja")], None, None)
+    assert row["abstract"] == (raw if abstract is None else abstract)
+    # only abstracts: a description's 【0001】 or a claim's 【請求項１】 are read elsewhere
+    (row,) = per_language(None, None, None, [entry(raw, "ja")])
+    assert row["description"] == clean_text(raw)
+
+
 def test_ranked_entries_complete_then_longest_then_earlier_and_no_blank():
     entries = [
         entry("a truncated but the longest text", truncated=True),

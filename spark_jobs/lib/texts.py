@@ -84,12 +84,29 @@ def clean_text(text: str) -> str:
     return text.strip(" ")
 
 
+# A Japanese abstract is a form: 【課題】 the problem, 【解決手段】 the solution, 【選択図】 the
+# figure printed beside it ("図１", "なし"); older ones 【目的】 and 【構成】. The labels and the
+# figure are no text of the invention (and every JP abstract holds them).
+_JP_ABSTRACT_LABEL = re.compile(r"【\s*(?:要約|課題|解決手段|効果|目的|構成|発明の効果)\s*】")
+_JP_SELECTED_FIGURE = re.compile(r"【\s*選択図\s*】[^【】。.]{0,20}$")
+
+
+def abstract_text(text: str) -> str:
+    """A cleaned abstract without the labels of the Japanese abstract form."""
+    if "【" not in text:
+        return text
+    text = _JP_ABSTRACT_LABEL.sub("", _JP_SELECTED_FIGURE.sub("", text.rstrip()))
+    return _LINE_BREAK.sub("\n", text).strip()
+
+
 def _preference(truncated: bool | None) -> int:
     """Complete before truncated; an entry that does not say comes first."""
     return -1 if truncated is None else (1 if truncated else 0)
 
 
-def ranked_entries(entries: Iterable[Mapping | None] | None) -> list[tuple[str | None, str]]:
+def ranked_entries(
+    entries: Iterable[Mapping | None] | None, field: str | None = None
+) -> list[tuple[str | None, str]]:
     """(language, cleaned text) of the non-empty entries of one localized field, best first:
     complete before truncated, then the longest, then the earlier."""
     keyed = []
@@ -97,6 +114,8 @@ def ranked_entries(entries: Iterable[Mapping | None] | None) -> list[tuple[str |
         if entry is None or entry["text"] is None:
             continue
         text = clean_text(entry["text"])
+        if field == "abstract":
+            text = abstract_text(text)
         if text:
             keyed.append(((_preference(entry["truncated"]), -len(text), position), entry, text))
     keyed.sort(key=lambda k: k[0])
@@ -113,7 +132,7 @@ def per_language(*fields: Iterable[Mapping | None] | None) -> list[dict]:
     """
     best: dict[str | None, dict[str, str]] = {}
     for field, entries in zip(FIELDS, fields, strict=True):
-        for language, text in ranked_entries(entries):
+        for language, text in ranked_entries(entries, field):
             best.setdefault(language, {}).setdefault(field, text)
     rows = []
     for language, texts in best.items():
