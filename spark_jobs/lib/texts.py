@@ -108,7 +108,8 @@ def ranked_entries(
     entries: Iterable[Mapping | None] | None, field: str | None = None
 ) -> list[tuple[str | None, str]]:
     """(language, cleaned text) of the non-empty entries of one localized field, best first:
-    complete before truncated, then the longest, then the earlier."""
+    complete before truncated, then the longest, then the earlier. Abstracts (``field``
+    "abstract") also lose the labels of the Japanese abstract form (:func:`abstract_text`)."""
     keyed = []
     for position, entry in enumerate(entries or ()):
         if entry is None or entry["text"] is None:
