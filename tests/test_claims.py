@@ -356,6 +356,14 @@ def test_a_number_after_a_figure_or_step_is_no_claim(named):
     assert [c.number for c in split_claims(ends, "en")] == [1, 2, 3]
 
 
+def test_a_serial_comma_before_or_and_continues_the_list():
+    # "claim 1, 2, or 3" (US drafting) read as claims 1 and 2
+    assert parse_references("The method of claim 1, 2, or 3.", own_number=4) == (1, 2, 3)
+    assert parse_references("The cup of claims 1, 2, and/or 3.", own_number=4) == (1, 2, 3)
+    # not before a one-letter word: "a" is a range in es/pt/it ("1 a 3")
+    assert parse_references("The device of claim 1, a 3-way valve.", own_number=4) == (1,)
+
+
 def test_forward_and_self_references_are_ignored():
     assert parse_references("The cup of claim 3 or claim 2.", own_number=2) == ()
 

@@ -101,9 +101,13 @@ _LIST = (
 )
 _NUMBER = re.compile(r"(\d+)(?:\s*[항項项])?")
 # A connector counts only before another number, so "a" (es, pt, it: "1 a 3") never hides
-# "and" and a word that merely starts like a connector ends the list.
+# "and" and a word that merely starts like a connector ends the list. A serial comma may
+# come before "or" / "and" ("claim 1, 2, or 3"), not before a one-letter word ("claim 1, a 3
+# mm lid").
 _CONNECTOR = re.compile(
-    rf"\s*({_RANGE}|{_LIST})\s*(?:{_CLAIM_WORDS})?\s*(?:제|第)?\s*(?=\d)", re.IGNORECASE
+    rf"\s*(?:,\s*(?=(?:and/or|and|or)\s))?({_RANGE}|{_LIST})\s*(?:{_CLAIM_WORDS})?\s*"
+    r"(?:제|第)?\s*(?=\d)",
+    re.IGNORECASE,
 )
 _ALL_PREVIOUS = re.compile(
     r"(?:any|one|each)\s+(?:one\s+)?(?:of\s+the\s+)?(?:preceding|previous|foregoing|above|prior)"
