@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 import great_expectations as gx
 
 from schemas import TABLES
-from schemas.defaults import CLAIM_RELATIONS, RECIPES, SIGNALS, VIEWS
+from schemas.defaults import CLAIM_RELATIONS, RECIPES, SIGNALS, STAGE2_DROP_REASONS, VIEWS
 from spark_jobs.lib.languages import ISO_639_1
 from spark_jobs.lib.pairs import PAIR_TYPES
 
@@ -379,12 +379,7 @@ def gold_stage2_dropped():
         _c(
             gx.expectations.ExpectColumnValuesToBeInSet(
                 column="reason",
-                value_set=[
-                    "no_candidate_after_filters",
-                    "corner_strata_below_6",
-                    "fewer_than_8_negatives",
-                    "labelled_family_in_validation",
-                ],
+                value_set=list(STAGE2_DROP_REASONS),
             )
         )
     ]

@@ -41,6 +41,17 @@ MINE_K = 2000
 BM25_QUERY_CHARS = 2000
 # Stage II examples held out for validation (build_triplets and the trainer).
 VALIDATION_SIZE = 2000
+# Why build_triplets drops a query view (gold/stage2_dropped.reason): its query has no filing
+# date (no candidate can be shown to predate it), no candidate passed the negative filters,
+# its corner strata hold fewer than 6, an X positive found fewer than 8 negatives, or its
+# labelled family is in validation.
+STAGE2_DROP_REASONS = (
+    "no_filing_date",
+    "no_candidate_after_filters",
+    "corner_strata_below_6",
+    "fewer_than_8_negatives",
+    "labelled_family_in_validation",
+)
 # Rank cutoffs of Hit@K and Recall@K in evaluation.
 METRIC_CUTOFFS = (10, 20, 50, 100, 200, 500)
 # Matryoshka dimensions evaluated by default ("full" = the model's own dimension).

@@ -116,15 +116,9 @@ def run(
             ) from None
         write_audited(job, validation, "gold/stage2_validation", **_AUDIT)
 
-        all_views = compact.select(*triplet_rules._QV)
         drops = [
-            _dropped(
-                all_views.join(
-                    filtered.select(*triplet_rules._QV).distinct(),
-                    list(triplet_rules._QV),
-                    "left_anti",
-                ),
-                "no_candidate_after_filters",
+            triplet_rules.unfiltered_views(compact, filtered, queries).withColumn(
+                "count", F.lit(1).cast("bigint")
             ),
             _dropped(
                 corners.where(F.col("corners") < triplet_rules.MIN_CORNER), "corner_strata_below_6"

@@ -10,6 +10,7 @@ from pyspark.sql import functions as F
 
 from retrieval.search import Bm25, build_bm25_index, union_candidates
 from schemas import table
+from schemas.defaults import STAGE2_DROP_REASONS
 from spark_jobs.lib import triplets as triplet_rules
 from tests.conftest import private_copy
 
@@ -179,12 +180,7 @@ def test_exported_examples_name_the_query_and_positive_families(spark, stage2):
 def test_dropped_views_are_recorded_with_reasons(stage2):
     lake, _, _, built = stage2
     dropped = delta(lake, "gold/stage2_dropped")
-    assert set(dropped.reason) <= {
-        "no_candidate_after_filters",
-        "corner_strata_below_6",
-        "fewer_than_8_negatives",
-        "labelled_family_in_validation",
-    }
+    assert set(dropped.reason) <= set(STAGE2_DROP_REASONS)
     for reason, n in dropped.groupby("reason")["count"].sum().items():
         assert built[f"dropped_{reason}"] == n
 
@@ -457,6 +453,38 @@ def test_hand_built_strata_corners_pool_and_language_priority(spark):
     assert sorted(example.negative_ids[:6]) == sorted(zh)
     assert list(example.negative_langs) == ["zh"] * 6 + ["en"] * 2
     assert len(example.negative_ids) == 8
+
+
+def test_a_query_without_filing_date_is_dropped_for_that_reason(spark):
+    """A query whose filing date is unknown has no candidate left (none can be shown to
+    predate it), and was recorded as `no_candidate_after_filters`, which reads as a mining
+    or filter problem; a query whose candidates all fail the filters keeps that reason."""
+    candidates, pool_ids, patents, positives = hand_built(spark)
+    undated = spark.createDataFrame(  # R: undated, retrieved C00; S: dated, retrieved LATE only
+        [("R", "FR", date(2021, 1, 1), None), ("S", "FS", date(2021, 1, 1), date(2020, 6, 1))],
+        patents.schema,
+    )
+    patents = patents.unionByName(undated)
+    extra = spark.createDataFrame(
+        [("R", "ABS", "zh", "C00", 0.9, 1, None), ("S", "TAC", "zh", "LATE", 0.9, 1, None)],
+        candidates.schema,
+    )
+    candidates = candidates.unionByName(extra)
+    positives = positives.unionByName(
+        spark.createDataFrame([("R", "P", "FP", "en"), ("S", "P", "FP", "en")], positives.schema)
+    )
+    queries = triplet_rules.query_info(patents)
+    cands = triplet_rules.candidate_info(patents, pool_ids)
+    filtered = triplet_rules.filter_candidates(
+        candidates, queries, cands, triplet_rules.positive_sets(positives)
+    )
+    views = candidates.select("query_id", "query_view").distinct()
+    lost = {
+        (r.query_id, r.query_view): r.reason
+        for r in triplet_rules.unfiltered_views(views, filtered, queries).collect()
+    }
+    assert lost == {("R", "ABS"): "no_filing_date", ("S", "TAC"): "no_candidate_after_filters"}
+    assert set(lost.values()) <= set(STAGE2_DROP_REASONS)
 
 
 def test_corner_rule_drops_views_with_fewer_than_six(spark):

@@ -87,6 +87,20 @@ def filter_candidates(
     return kept.withColumn("_r", F.row_number().over(best)).where("_r = 1").drop("_r")
 
 
+def unfiltered_views(views: DataFrame, filtered: DataFrame, queries: DataFrame) -> DataFrame:
+    """The query views of ``views`` with no candidate left in ``filtered``, each with its
+    reason: ``no_filing_date`` when the query has no filing date (no candidate can be shown
+    to predate it), else ``no_candidate_after_filters``."""
+    lost = views.select(*_QV).join(filtered.select(*_QV).distinct(), list(_QV), "left_anti")
+    filed = lost.join(queries.select("query_id", "query_filing_date"), "query_id", "left")
+    return filed.select(
+        *_QV,
+        F.when(F.col("query_filing_date").isNull(), F.lit("no_filing_date"))
+        .otherwise(F.lit("no_candidate_after_filters"))
+        .alias("reason"),
+    )
+
+
 def _level(percent: Column) -> Column:
     return F.when(percent < 1 / 3, "H").when(percent < 2 / 3, "M").otherwise("L")
 
