@@ -36,7 +36,9 @@ _AUDIT = {
 }
 
 
-def _dropped(frame: DataFrame, reason: str, count: F.Column | None = None) -> DataFrame:
+def _dropped(frame: DataFrame, reason: str | F.Column, count: F.Column | None = None) -> DataFrame:
+    """gold/stage2_dropped rows of ``frame``'s query views: a reason (a literal, or a column
+    such as ``triplets.unfiltered_views``' own) and a count (1 per view unless given)."""
     return frame.select(
         "query_id",
         "query_view",
@@ -117,9 +119,7 @@ def run(
         write_audited(job, validation, "gold/stage2_validation", **_AUDIT)
 
         drops = [
-            triplet_rules.unfiltered_views(compact, filtered, queries).withColumn(
-                "count", F.lit(1).cast("bigint")
-            ),
+            _dropped(triplet_rules.unfiltered_views(compact, filtered, queries), F.col("reason")),
             _dropped(
                 corners.where(F.col("corners") < triplet_rules.MIN_CORNER), "corner_strata_below_6"
             ),
