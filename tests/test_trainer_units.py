@@ -347,3 +347,66 @@ def test_only_the_validation_families_leave_training(tmp_path):
     kept = [e for e in everything if home_family(e) not in held]
     training = BatchStream(str(tmp_path), 1, 13, exclude_families=held)  # one example a batch
     assert training.count_batches() == len(kept) >= len(everything) - 32 * 5  # 5: largest family
+
+
+def _st_folder(tmp_path, pooling: dict | None = None, extra_module: str | None = None):
+    """all-MiniLM-L6-v2 copied as a SentenceTransformer folder with other pooling settings."""
+    import shutil
+
+    folder = tmp_path / "st"
+    shutil.copytree(resolve("builtin:minilm"), folder)
+    config = folder / "1_Pooling" / "config.json"
+    modes = json.loads(config.read_text())
+    modes.update(pooling or {})
+    config.write_text(json.dumps(modes))
+    if extra_module:
+        modules = json.loads((folder / "modules.json").read_text())
+        modules.append({"idx": 3, "name": "3", "path": "3_X", "type": extra_module})
+        (folder / "modules.json").write_text(json.dumps(modules))
+    return str(folder)
+
+
+def test_a_sentence_transformers_folder_keeps_its_cls_pooling(tmp_path):
+    """A user's model folder (e.g. a BGE-style model, pooled by its [CLS] state) was encoded
+    by mean pooling whenever the config left pooling on auto: other embeddings than the
+    model's own, silently. auto now follows the folder's SentenceTransformer pooling."""
+    from trainer.encoder import Encoder
+
+    folder = _st_folder(
+        tmp_path, {"pooling_mode_cls_token": True, "pooling_mode_mean_tokens": False}
+    )
+    encoder = Encoder.from_pretrained(folder)
+    assert encoder.encoder_config.pooling == "cls"
+    texts = ["a rotor blade with a cooling channel", "電池の負極材料", "一种锂离子电池"]
+    ours = encoder.encode_passage(texts)
+    theirs = SentenceTransformer(folder, device="cpu").encode(texts, convert_to_tensor=True)
+    assert torch.allclose(ours, theirs, atol=1e-5)
+    mean = Encoder.from_pretrained(_st_folder(tmp_path / "m"))
+    assert mean.encoder_config.pooling == "mean"
+    assert not torch.allclose(mean.encode_passage(texts), ours, atol=1e-2)
+    # saved and loaded again, the model keeps [CLS] pooling for both readers
+    encoder.save(str(tmp_path / "saved"))
+    again = Encoder.from_pretrained(str(tmp_path / "saved"))
+    assert again.encoder_config.pooling == "cls"
+    saved = SentenceTransformer(str(tmp_path / "saved"), device="cpu")
+    assert torch.allclose(saved.encode(texts, convert_to_tensor=True), ours, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("pooling", "extra", "message"),
+    [
+        (
+            {"pooling_mode_max_tokens": True, "pooling_mode_mean_tokens": False},
+            None,
+            r"1_Pooling/config.json.*max_tokens",
+        ),
+        (None, "sentence_transformers.models.Dense", r"modules.json.*models.Dense \(3_X\)"),
+    ],
+)
+def test_a_sentence_transformers_folder_the_encoder_cannot_reproduce_is_refused(
+    pooling, extra, message, tmp_path
+):
+    from trainer.encoder import Encoder
+
+    with pytest.raises(ValueError, match=message):
+        Encoder.from_pretrained(_st_folder(tmp_path, pooling, extra))

@@ -56,7 +56,10 @@ class ModelArguments:
     )
     pooling: str = field(
         default="auto",
-        metadata={"help": "last | mean | auto (the base model's, else last for decoder models)"},
+        metadata={
+            "help": "last | mean | cls | auto (the base model's: its saved settings or its "
+            "SentenceTransformer pooling, else last for decoder models, mean for the others)"
+        },
     )
     prompt_style: str = field(
         default="auto",

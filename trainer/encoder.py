@@ -12,6 +12,12 @@ its base's:
 
 ``auto`` takes the saved conventions of the model folder, else ``instruct`` for decoder
 models, ``e5`` where the folder's SentenceTransformer prompts are e5's, else ``none``.
+
+Pooling (``last``, ``mean`` or ``cls``): ``auto`` takes the saved conventions, else the
+folder's SentenceTransformer pooling (``1_Pooling/config.json``), else ``last`` for decoder
+models and ``mean`` for the others. A folder whose SentenceTransformer modules this encoder
+cannot reproduce (a ``Dense`` projection, max pooling, ...) is refused when loaded rather than
+encoded into other vectors than the model's own.
 """
 
 from __future__ import annotations
@@ -35,11 +41,20 @@ INSTRUCTIONS = {
 CONFIG_NAME = "xembed_encoder.json"
 PROMPT_STYLES = ("instruct", "e5", "none")
 E5_PREFIXES = {"query": "query: ", "passage": "passage: "}
+POOLINGS = ("last", "mean", "cls")
+# SentenceTransformer modules the encoder reproduces (backbone, pooling, L2 norm), and the
+# Pooling config's modes it has
+ST_MODULES = ("Transformer", "Pooling", "Normalize")
+ST_POOLING_MODES = {
+    "pooling_mode_lasttoken": "last",
+    "pooling_mode_mean_tokens": "mean",
+    "pooling_mode_cls_token": "cls",
+}
 
 
 @dataclass
 class EncoderConfig:
-    pooling: str = "auto"  # last | mean | auto (last for decoder-only models)
+    pooling: str = "auto"  # last | mean | cls | auto (see the module docstring)
     normalize: bool = True
     max_length: int = 4096
     query_instruction: bool = True  # instruct style: False sends queries without instruction
@@ -79,6 +94,46 @@ def _folder_prompt_style(path: Path) -> str | None:
     if prompts.get("query") == E5_PREFIXES["query"]:
         return "e5"
     return None
+
+
+def _folder_pooling(path: Path) -> str | None:
+    """The pooling of the folder's SentenceTransformer modules, None without ``modules.json``;
+    a ValueError naming the file when the modules hold what the encoder does not reproduce."""
+    listed = path / "modules.json"
+    if not listed.exists():
+        return None
+    pooling = None
+    for module in json.loads(listed.read_text()):
+        kind = str(module.get("type", ""))
+        where = f"{kind} ({module.get('path', '')})"
+        if kind.rsplit(".", 1)[-1] not in ST_MODULES:
+            raise ValueError(
+                f"{listed} lists the module {where}: xembed's encoder is the backbone, its "
+                f"pooling and an L2 norm ({', '.join(ST_MODULES)}), so it would not produce this "
+                "model's embeddings"
+            )
+        if kind.endswith("Pooling"):
+            pooling = _st_pooling(path / str(module.get("path", "")) / "config.json")
+    return pooling
+
+
+def _st_pooling(config_file: Path) -> str | None:
+    """``last``, ``mean`` or ``cls`` from a SentenceTransformer Pooling config."""
+    if not config_file.exists():
+        return None
+    config = json.loads(config_file.read_text())
+    modes = sorted(k for k, v in config.items() if k.startswith("pooling_mode_") and v is True)
+    if len(modes) != 1 or modes[0] not in ST_POOLING_MODES:
+        raise ValueError(
+            f"{config_file} pools by {', '.join(modes) or 'no mode'}: xembed's encoder pools by "
+            f"exactly one of {', '.join(ST_POOLING_MODES)}"
+        )
+    if config.get("include_prompt") is False:
+        raise ValueError(
+            f"{config_file} leaves the prompt tokens out of the pooling (include_prompt false), "
+            "which xembed's encoder does not"
+        )
+    return ST_POOLING_MODES[modes[0]]
 
 
 def last_token_pool(hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
@@ -129,8 +184,10 @@ class Encoder(nn.Module):
         self.encoder_config = config
         if config.pooling == "auto":
             config.pooling = "last" if _is_decoder(self.base_model) else "mean"
-        if config.pooling not in ("last", "mean"):
-            raise ValueError(f"pooling must be last, mean or auto, got {config.pooling!r}")
+        if config.pooling not in POOLINGS:
+            raise ValueError(
+                f"pooling must be {', '.join(POOLINGS)} or auto, got {config.pooling!r}"
+            )
         if config.prompt_style == "auto":
             config.prompt_style = "instruct" if config.pooling == "last" else "none"
         if config.prompt_style not in PROMPT_STYLES:
@@ -178,6 +235,9 @@ class Encoder(nn.Module):
             for name in ("pooling", "prompt_style"):
                 if getattr(config, name) == "auto" and saved is not None:
                     setattr(config, name, getattr(saved, name))
+        pooling = _folder_pooling(Path(path))  # also refuses modules it cannot reproduce
+        if config.pooling == "auto":
+            config.pooling = pooling or "auto"
         if config.prompt_style == "auto":
             config.prompt_style = _folder_prompt_style(Path(path)) or "auto"
         tokenizer = AutoTokenizer.from_pretrained(path)
@@ -236,11 +296,13 @@ class Encoder(nn.Module):
 
     def pool(self, hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         """Token states -> one (normalised) embedding per row, by the configured pooling."""
-        pooled = (
-            last_token_pool(hidden, attention_mask)
-            if self.encoder_config.pooling == "last"
-            else mean_pool(hidden, attention_mask)
-        )
+        pooling = self.encoder_config.pooling
+        if pooling == "last":
+            pooled = last_token_pool(hidden, attention_mask)
+        elif pooling == "cls":
+            pooled = hidden[:, 0]
+        else:
+            pooled = mean_pool(hidden, attention_mask)
         return functional.normalize(pooled, dim=-1) if self.encoder_config.normalize else pooled
 
     def _device(self) -> torch.device:
@@ -322,7 +384,7 @@ class Encoder(nn.Module):
             json.dumps(
                 {
                     "word_embedding_dimension": self.dim,
-                    "pooling_mode_cls_token": False,
+                    "pooling_mode_cls_token": self.encoder_config.pooling == "cls",
                     "pooling_mode_mean_tokens": self.encoder_config.pooling == "mean",
                     "pooling_mode_max_tokens": False,
                     "pooling_mode_mean_sqrt_len_tokens": False,

@@ -166,8 +166,9 @@ class PhageEncoder(nn.Module):
         if encoder.encoder_config.pooling != "mean":
             raise ValueError(
                 "PHAGE trains BERT-style encoders, which pool by mean; the config asks for "
-                f"{encoder.encoder_config.pooling!r} pooling (a decoder profile's setting?): set "
-                "pooling auto in the config's phage section"
+                f"{encoder.encoder_config.pooling!r} pooling (a decoder profile's setting? then "
+                "set pooling auto in the config's phage section; or a base model pooled by "
+                "another rule: PHAGE needs one pooled by mean)"
             )
         self.encoder = encoder
         self.relations = tuple(relations)
