@@ -71,7 +71,10 @@ def theirs(shard: str, base: str, out: Path, steps: int, batch: int, max_length:
         SentenceTransformerTrainer,
         SentenceTransformerTrainingArguments,
     )
-    from sentence_transformers.losses import MatryoshkaLoss, MultipleNegativesRankingLoss
+    from sentence_transformers.sentence_transformer.losses import (
+        MatryoshkaLoss,
+        MultipleNegativesRankingLoss,
+    )
 
     table = ds.dataset(shard, format="parquet").to_table(columns=["anchor_text", "positive_text"])
     data = Dataset.from_dict(

@@ -5,7 +5,7 @@ import json
 import pytest
 import torch
 from sentence_transformers import SentenceTransformer
-from sentence_transformers.losses import MultipleNegativesRankingLoss
+from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 from torch.nn import functional
 
 from trainer.data import Example, family_disjoint_batches
@@ -349,20 +349,27 @@ def test_only_the_validation_families_leave_training(tmp_path):
     assert training.count_batches() == len(kept) >= len(everything) - 32 * 5  # 5: largest family
 
 
-def _st_folder(tmp_path, pooling: dict | None = None, extra_module: str | None = None):
-    """all-MiniLM-L6-v2 copied as a SentenceTransformer folder with other pooling settings."""
+def _st_folder(tmp_path, pooling: str | None = None, dense: bool = False) -> str:
+    """all-MiniLM-L6-v2 as a SentenceTransformer folder: copied as the hub has it (``pooling``
+    None: mean, the older config format) or saved by sentence-transformers itself with
+    ``pooling`` (its current format) and, with ``dense``, a Dense projection."""
     import shutil
 
+    from sentence_transformers.sentence_transformer.modules import (
+        Dense,
+        Normalize,
+        Pooling,
+        Transformer,
+    )
+
     folder = tmp_path / "st"
-    shutil.copytree(resolve("builtin:minilm"), folder)
-    config = folder / "1_Pooling" / "config.json"
-    modes = json.loads(config.read_text())
-    modes.update(pooling or {})
-    config.write_text(json.dumps(modes))
-    if extra_module:
-        modules = json.loads((folder / "modules.json").read_text())
-        modules.append({"idx": 3, "name": "3", "path": "3_X", "type": extra_module})
-        (folder / "modules.json").write_text(json.dumps(modules))
+    if pooling is None:
+        shutil.copytree(resolve("builtin:minilm"), folder)
+        return str(folder)
+    backbone = Transformer(resolve("builtin:minilm"))
+    dim = backbone.get_embedding_dimension()
+    modules = [backbone, Pooling(dim, pooling_mode=pooling)] + ([Dense(dim, 64)] if dense else [])
+    SentenceTransformer(modules=[*modules, Normalize()], device="cpu").save(str(folder))
     return str(folder)
 
 
@@ -372,15 +379,14 @@ def test_a_sentence_transformers_folder_keeps_its_cls_pooling(tmp_path):
     model's own, silently. auto now follows the folder's SentenceTransformer pooling."""
     from trainer.encoder import Encoder
 
-    folder = _st_folder(
-        tmp_path, {"pooling_mode_cls_token": True, "pooling_mode_mean_tokens": False}
-    )
+    folder = _st_folder(tmp_path, "cls")
     encoder = Encoder.from_pretrained(folder)
     assert encoder.encoder_config.pooling == "cls"
     texts = ["a rotor blade with a cooling channel", "電池の負極材料", "一种锂离子电池"]
     ours = encoder.encode_passage(texts)
     theirs = SentenceTransformer(folder, device="cpu").encode(texts, convert_to_tensor=True)
     assert torch.allclose(ours, theirs, atol=1e-5)
+    # the hub's older config format (MiniLM as published: mean)
     mean = Encoder.from_pretrained(_st_folder(tmp_path / "m"))
     assert mean.encoder_config.pooling == "mean"
     assert not torch.allclose(mean.encode_passage(texts), ours, atol=1e-2)
@@ -393,20 +399,17 @@ def test_a_sentence_transformers_folder_keeps_its_cls_pooling(tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("pooling", "extra", "message"),
+    ("pooling", "dense", "message"),
     [
-        (
-            {"pooling_mode_max_tokens": True, "pooling_mode_mean_tokens": False},
-            None,
-            r"1_Pooling/config.json.*max_tokens",
-        ),
-        (None, "sentence_transformers.models.Dense", r"modules.json.*models.Dense \(3_X\)"),
+        ("max", False, r"1_Pooling/config.json pools by max"),
+        (["mean", "max"], False, r"pools by mean \+ max"),
+        ("mean", True, r"modules.json lists the module .*Dense \(2_Dense\)"),
     ],
 )
 def test_a_sentence_transformers_folder_the_encoder_cannot_reproduce_is_refused(
-    pooling, extra, message, tmp_path
+    pooling, dense, message, tmp_path
 ):
     from trainer.encoder import Encoder
 
     with pytest.raises(ValueError, match=message):
-        Encoder.from_pretrained(_st_folder(tmp_path, pooling, extra))
+        Encoder.from_pretrained(_st_folder(tmp_path, pooling, dense))

@@ -45,10 +45,16 @@ POOLINGS = ("last", "mean", "cls")
 # SentenceTransformer modules the encoder reproduces (backbone, pooling, L2 norm), and the
 # Pooling config's modes it has
 ST_MODULES = ("Transformer", "Pooling", "Normalize")
-ST_POOLING_MODES = {
-    "pooling_mode_lasttoken": "last",
-    "pooling_mode_mean_tokens": "mean",
+# A Pooling config names its mode as ``pooling_mode`` (sentence-transformers >= 5.3) or with
+# one ``pooling_mode_<name>`` flag per mode (older folders, most models on the hub)
+ST_POOLING_MODES = {"lasttoken": "last", "mean": "mean", "cls": "cls"}
+ST_LEGACY_POOLING_FLAGS = {
     "pooling_mode_cls_token": "cls",
+    "pooling_mode_max_tokens": "max",
+    "pooling_mode_mean_tokens": "mean",
+    "pooling_mode_mean_sqrt_len_tokens": "mean_sqrt_len_tokens",
+    "pooling_mode_weightedmean_tokens": "weightedmean",
+    "pooling_mode_lasttoken": "lasttoken",
 }
 
 
@@ -122,11 +128,15 @@ def _st_pooling(config_file: Path) -> str | None:
     if not config_file.exists():
         return None
     config = json.loads(config_file.read_text())
-    modes = sorted(k for k, v in config.items() if k.startswith("pooling_mode_") and v is True)
+    named = config.get("pooling_mode")
+    if named is not None:
+        modes = [named] if isinstance(named, str) else list(named)
+    else:
+        modes = [mode for flag, mode in ST_LEGACY_POOLING_FLAGS.items() if config.get(flag)]
     if len(modes) != 1 or modes[0] not in ST_POOLING_MODES:
         raise ValueError(
-            f"{config_file} pools by {', '.join(modes) or 'no mode'}: xembed's encoder pools by "
-            f"exactly one of {', '.join(ST_POOLING_MODES)}"
+            f"{config_file} pools by {' + '.join(map(str, modes)) or 'no mode'}: xembed's "
+            f"encoder pools by exactly one of {', '.join(ST_POOLING_MODES)}"
         )
     if config.get("include_prompt") is False:
         raise ValueError(
