@@ -1,6 +1,7 @@
 """Loss maths on embeddings alone, pooling, and the family-disjoint batching."""
 
 import json
+import warnings
 
 import pytest
 import torch
@@ -152,14 +153,23 @@ def test_paper_profile_applies_stage2_settings_to_stage2_and_sft_only(tmp_path):
         "false",
     ]
     settings = {}
-    for stage, extra in (("stage1", []), ("stage2", ["--init_model", "s1"]), ("sft", [])):
-        _, _, args = parse([config, *common, "--stage", stage, *extra])
+    stages = (("stage1", []), ("stage2", ["--init_model", "s1"]), ("sft", []), ("phage", []))
+    for stage, extra in stages:
+        with warnings.catch_warnings():  # the profile uses no name transformers deprecates
+            warnings.simplefilter("error", FutureWarning)
+            _, _, args = parse([config, *common, "--stage", stage, *extra])
         settings[stage] = (
             args.learning_rate,
             args.per_device_train_batch_size,
             args.gradient_accumulation_steps,
+            args.activation_checkpointing,
         )
-    assert settings == {"stage1": (1e-4, 128, 1), "stage2": (5e-5, 16, 4), "sft": (5e-5, 16, 4)}
+    assert settings == {
+        "stage1": (1e-4, 128, 1, True),
+        "stage2": (5e-5, 16, 4, True),
+        "sft": (5e-5, 16, 4, True),
+        "phage": (2e-5, 32, 1, False),  # the graph bias exists only in the forward pass
+    }
     _, _, args = parse([config, *common, "--stage", "sft", "--learning_rate", "1e-5"])
     assert args.learning_rate == 1e-5  # the command line still wins
     if not torch.cuda.is_available():  # transformers said "Your setup doesn't support bf16/gpu"

@@ -277,8 +277,9 @@ class Encoder(nn.Module):
         self.backbone = get_peft_model(self.backbone, lora)
 
     def activation_checkpointing_enable(self, **kwargs) -> None:
-        """Called by the HF Trainer when --gradient_checkpointing is set (transformers 5.x calls
-        the older ``gradient_checkpointing_enable`` only when this is missing, v6 not at all)."""
+        """Called by the HF Trainer when --activation_checkpointing is set (transformers 5.x
+        calls the older ``gradient_checkpointing_enable`` only when this is missing, v6 not at
+        all)."""
         self.base_model.activation_checkpointing_enable(**kwargs)
         if hasattr(self.backbone, "enable_input_require_grads"):
             self.backbone.enable_input_require_grads()  # LoRA: inputs must carry gradients

@@ -184,7 +184,7 @@ class PhageEncoder(nn.Module):
     def activation_checkpointing_enable(self, **kwargs) -> None:  # the HF Trainer's hook
         raise ValueError(
             "PHAGE: the claim-graph bias exists only during the forward pass, so gradient "
-            "checkpointing would recompute attention without it; set gradient_checkpointing false"
+            "checkpointing would recompute attention without it; set activation_checkpointing false"
         )
 
     def batch(self, graphs: Sequence[ClaimGraph]) -> dict:
