@@ -42,11 +42,11 @@ CONFIG_NAME = "xembed_encoder.json"
 PROMPT_STYLES = ("instruct", "e5", "none")
 E5_PREFIXES = {"query": "query: ", "passage": "passage: "}
 POOLINGS = ("last", "mean", "cls")
-# SentenceTransformer modules the encoder reproduces (backbone, pooling, L2 norm), and the
-# Pooling config's modes it has
+# The SentenceTransformer modules the encoder reproduces: backbone, pooling, L2 norm
 ST_MODULES = ("Transformer", "Pooling", "Normalize")
-# A Pooling config names its mode as ``pooling_mode`` (sentence-transformers >= 5.3) or with
-# one ``pooling_mode_<name>`` flag per mode (older folders, most models on the hub)
+# The Pooling modes it has. A Pooling config names its mode as ``pooling_mode`` (as the
+# installed sentence-transformers 6 writes it) or with one ``pooling_mode_<name>`` flag per
+# mode (older folders, most models on the hub).
 ST_POOLING_MODES = {"lasttoken": "last", "mean": "mean", "cls": "cls"}
 ST_LEGACY_POOLING_FLAGS = {
     "pooling_mode_cls_token": "cls",
