@@ -50,8 +50,8 @@ ST_MODULES = ("Transformer", "Pooling", "Normalize")
 ST_POOLING_MODES = {"lasttoken": "last", "mean": "mean", "cls": "cls"}
 ST_LEGACY_POOLING_FLAGS = {
     "pooling_mode_cls_token": "cls",
-    "pooling_mode_max_tokens": "max",
     "pooling_mode_mean_tokens": "mean",
+    "pooling_mode_max_tokens": "max",
     "pooling_mode_mean_sqrt_len_tokens": "mean_sqrt_len_tokens",
     "pooling_mode_weightedmean_tokens": "weightedmean",
     "pooling_mode_lasttoken": "lasttoken",
@@ -111,14 +111,14 @@ def _folder_pooling(path: Path) -> str | None:
     pooling = None
     for module in json.loads(listed.read_text()):
         kind = str(module.get("type", ""))
-        where = f"{kind} ({module.get('path', '')})"
-        if kind.rsplit(".", 1)[-1] not in ST_MODULES:
+        name = kind.rsplit(".", 1)[-1]
+        if name not in ST_MODULES:
             raise ValueError(
-                f"{listed} lists the module {where}: xembed's encoder is the backbone, its "
-                f"pooling and an L2 norm ({', '.join(ST_MODULES)}), so it would not produce this "
-                "model's embeddings"
+                f"{listed} lists the module {kind} ({module.get('path', '')}): xembed's encoder "
+                f"is the backbone, its pooling and an L2 norm ({', '.join(ST_MODULES)}), so it "
+                "would not produce this model's embeddings"
             )
-        if kind.endswith("Pooling"):
+        if name == "Pooling":
             pooling = _st_pooling(path / str(module.get("path", "")) / "config.json")
     return pooling
 
@@ -395,12 +395,10 @@ class Encoder(nn.Module):
             json.dumps(
                 {
                     "word_embedding_dimension": self.dim,
-                    "pooling_mode_cls_token": self.encoder_config.pooling == "cls",
-                    "pooling_mode_mean_tokens": self.encoder_config.pooling == "mean",
-                    "pooling_mode_max_tokens": False,
-                    "pooling_mode_mean_sqrt_len_tokens": False,
-                    "pooling_mode_weightedmean_tokens": False,
-                    "pooling_mode_lasttoken": self.encoder_config.pooling == "last",
+                    **{  # the older flags, which every sentence-transformers version reads
+                        flag: ST_POOLING_MODES.get(mode) == self.encoder_config.pooling
+                        for flag, mode in ST_LEGACY_POOLING_FLAGS.items()
+                    },
                     "include_prompt": True,
                 },
                 indent=2,
