@@ -220,12 +220,15 @@ def read_qrels(path: str) -> dict[str, set[str]]:
 
 
 def write_run(path: str, run: dict[str, list[tuple[str, float]]], tag: str) -> None:
+    """The run as a TREC file, each score written to the digits that read back as the same
+    float (Python's repr): rounded, two close dense scores would tie in the file, and the
+    docid would then rank them apart from the metrics computed from the run itself."""
     with open(path, "w", encoding="utf-8") as f:
         for qid in sorted(run):
             for rank, (doc, score) in enumerate(
                 sorted(run[qid], key=lambda x: (-x[1], x[0])), start=1
             ):
-                f.write(f"{qid} Q0 {doc} {rank} {score:.6f} {tag}\n")
+                f.write(f"{qid} Q0 {doc} {rank} {float(score)!r} {tag}\n")
 
 
 def write_qrels(path: str, qrels: dict[str, set[str]]) -> None:

@@ -152,3 +152,27 @@ def test_a_query_judged_only_non_relevant_scores_zero_as_in_trec_eval_and_ranx(t
         assert result["mean"][name] == pytest.approx(1 / 3, abs=1e-12), name
     assert "1 queries of --qrels have no relevant document (relevance > 0) and score 0" in err
     assert "e.g. ['q2']" in err
+
+
+def test_a_written_run_scores_as_the_run_it_was_written_from(tmp_path):
+    """evaluate writes each run as a TREC file and reports metrics from the run in memory;
+    the README promises that ``evaluation.metrics`` scores those files the same way. With
+    scores written to 6 decimals, two dense (float32 cosine) scores closer than 1e-6 became
+    a tie that the docid then broke the other way: d9 (relevant) fell from rank 1 to 2."""
+    import numpy as np
+
+    scores = np.array([0.8123451, 0.8123449, 0.5, -2.5e-7, 1e-12], dtype=np.float32)
+    run = {
+        "q1": [(d, float(s)) for d, s in zip(["d9", "d1", "d2", "d3", "d4"], scores, strict=True)]
+    }
+    run["q2"] = [("d1", 12.345678901234), ("d2", 12.3456789), ("d3", 1e300), ("d4", -0.0)]
+    qrels = {"q1": {"d9"}, "q2": {"d2"}}
+    metrics.write_run(str(tmp_path / "run.trec"), run, "t")
+    again = metrics.read_run(str(tmp_path / "run.trec"))
+    assert {q: sorted(r) for q, r in again.items()} == {q: sorted(r) for q, r in run.items()}
+    assert score_queries(again, qrels) == score_queries(run, qrels)
+    assert score_queries(run, qrels)["q1"]["mrr"] == 1.0
+    # the rank column is the (-score, docid) order of the scores as written
+    for line in (tmp_path / "run.trec").read_text().splitlines():
+        qid, _, doc, rank, _, _ = line.split()
+        assert ranked(again[qid])[int(rank) - 1] == doc
