@@ -88,7 +88,7 @@ def theirs(shard: str, base: str, out: Path, steps: int, batch: int, max_length:
     loss = MatryoshkaLoss(
         model,
         MultipleNegativesRankingLoss(model, scale=10.0),
-        matryoshka_dims=[model.get_sentence_embedding_dimension(), 64],
+        matryoshka_dims=[model.get_embedding_dimension(), 64],
         matryoshka_weights=[0.4, 0.6],
     )
     args = SentenceTransformerTrainingArguments(
