@@ -44,7 +44,7 @@ def test_a_family_member_ranked_first_is_removed_before_scoring(tmp_path):
         overall[("hit", 1)] == 0.0 and overall[("hit", 2)] == 1.0 and overall[("mrr", None)] == 0.5
     )
     run = (tmp_path / "en_ABS_64.trec").read_text().split("\n")[0].split()
-    assert run == ["Q|ABS", "Q0", "D1", "1", "0.900000", "t"]
+    assert run == ["Q|ABS", "Q0", "D1", "1", "0.9", "t"]
     # cutoffs below 10: the results still go 10 deep, as nDCG@10 (and InScope@10) read them
     deeper = [*found[:3], *[(f"D{i}", 0.85 - i / 100) for i in range(2, 6)], ("X1", 0.5)]
     per_query, aggregated = evaluate_results(
