@@ -157,7 +157,7 @@ def cross_lingual(lake: Path, collection: Path, dim: int, depth: int = 100) -> d
     """Per model: X citations found in the top ``depth`` and the share in another language."""
     import pyarrow.dataset as ds
 
-    from evaluation.metrics import read_qrels, read_run
+    from evaluation.metrics import ranked, read_qrels, read_run
 
     table = ds.dataset(str(collection), format="parquet").to_table(columns=["id", "lang"])
     doc_lang = dict(
@@ -171,11 +171,11 @@ def cross_lingual(lake: Path, collection: Path, dim: int, depth: int = 100) -> d
         found = cross = total_x = total_cross = 0
         for path in sorted(folder.glob(f"*{suffix}")):
             query_lang = path.name.split("_", 1)[0]
-            for qid, ranked in read_run(str(path)).items():
+            for qid, results in read_run(str(path)).items():
                 relevant = qrels.get(qid, set())
                 total_x += len(relevant)
                 total_cross += sum(doc_lang.get(d) != query_lang for d in relevant)
-                top = [d for d, _ in sorted(ranked, key=lambda x: -x[1])[:depth]]
+                top = ranked(results)[:depth]
                 hits = [d for d in top if d in relevant]
                 found += len(hits)
                 cross += sum(doc_lang.get(d) != query_lang for d in hits)

@@ -215,7 +215,7 @@ def exclude_family(
 ) -> list[tuple[str, float]]:
     """Drop the query patent and its family members, keep ``depth`` results (ties: docid)."""
     kept = [r for r in results if r[0] not in banned]
-    return sorted(kept, key=lambda x: (-x[1], x[0]))[:depth]
+    return metrics.best_first(kept)[:depth]
 
 
 def evaluate_results(

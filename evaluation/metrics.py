@@ -27,9 +27,16 @@ SECTIONS = defaults.IPC_SECTIONS
 DEFAULT_CUTOFFS = defaults.METRIC_CUTOFFS
 
 
+def best_first(results: Iterable[tuple[str, float]]) -> list[tuple[str, float]]:
+    """(docid, score) pairs in TREC order: by score descending, then docid ascending. Every
+    ranked list (the metrics, the written runs, family exclusion, fusion) sorts by this one
+    rule, so a file's order is the order its metrics were computed in."""
+    return sorted(results, key=lambda x: (-x[1], x[0]))
+
+
 def ranked(results: Iterable[tuple[str, float]]) -> list[str]:
-    """Doc ids best first: by score descending, then docid ascending."""
-    return [doc for doc, _ in sorted(results, key=lambda x: (-x[1], x[0]))]
+    """Doc ids best first (:func:`best_first`)."""
+    return [doc for doc, _ in best_first(results)]
 
 
 def ranks_of_relevant(results: list[tuple[str, float]], relevant: set[str]) -> list[int]:
@@ -225,9 +232,7 @@ def write_run(path: str, run: dict[str, list[tuple[str, float]]], tag: str) -> N
     docid would then rank them apart from the metrics computed from the run itself."""
     with open(path, "w", encoding="utf-8") as f:
         for qid in sorted(run):
-            for rank, (doc, score) in enumerate(
-                sorted(run[qid], key=lambda x: (-x[1], x[0])), start=1
-            ):
+            for rank, (doc, score) in enumerate(best_first(run[qid]), start=1):
                 f.write(f"{qid} Q0 {doc} {rank} {float(score)!r} {tag}\n")
 
 

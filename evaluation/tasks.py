@@ -30,7 +30,7 @@ from collections.abc import Iterable, Mapping
 
 import numpy as np
 
-from evaluation.metrics import parse_metric, ranked
+from evaluation.metrics import best_first, parse_metric, ranked
 
 RRF_K = 60
 F1_METRICS = ("macro_f1", "micro_f1")
@@ -141,7 +141,7 @@ def rrf(
                 fused[query][doc] += 1.0 / (k + rank)
     out = {}
     for query, scores in fused.items():
-        order = sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+        order = best_first(scores.items())
         out[query] = order[:depth] if depth else order
     return out
 
