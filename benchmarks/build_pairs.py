@@ -26,7 +26,7 @@ BASELINE_COLUMNS = ("publication_number", "family_id", "lang", "view", "text", "
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--patents", type=int, default=100_000)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument(

@@ -32,7 +32,7 @@ def best_of(repeats: int, fn) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--candidates", type=int, default=300_000)
     parser.add_argument("--queries", type=int, default=1000)
     parser.add_argument("--dim", type=int, default=64)

@@ -48,7 +48,7 @@ SMOKE = {
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument(
         "--batch", type=int, default=4, help="queries per step (plus as many positives)"
     )

@@ -193,7 +193,7 @@ def cross_lingual(lake: Path, collection: Path, dim: int, depth: int = 100) -> d
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--patents", type=int, default=3000)
     parser.add_argument("--seed", type=int, default=11, help="corpus seed (the demo uses 7)")
     parser.add_argument("--difficulty", default="hard", choices=["easy", "hard"])

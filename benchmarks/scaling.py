@@ -179,7 +179,7 @@ def plot(stage1_rows: list[dict], stage2_rows: list[dict], path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 30_000, 100_000])
     parser.add_argument("--stage2-sizes", type=int, nargs="*", default=[3_000, 10_000])
     parser.add_argument("--k", type=int, default=100, help="Stage II candidates per query view")

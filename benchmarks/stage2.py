@@ -133,7 +133,7 @@ def retrieval_steps(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--patents", type=int, default=50_000)
     parser.add_argument(
         "--k", type=int, nargs="+", default=[200], help="candidates per query view (paper: 2000)"

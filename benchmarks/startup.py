@@ -96,7 +96,7 @@ def submit(script: str, args: list[str], options: str, master: str, remote: str 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--patents", type=int, default=300)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--session-repeats", type=int, default=2)

@@ -113,7 +113,7 @@ def theirs(shard: str, base: str, out: Path, steps: int, batch: int, max_length:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--max-length", type=int, default=128)

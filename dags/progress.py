@@ -124,7 +124,7 @@ def follow(command: list[str], log: Path, total: int | None) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--log", required=True, help="file for the command's whole output")
     parser.add_argument("--dag", default="xembed_full", help="DAG id (for the task count)")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- airflow dags test ...")

@@ -85,7 +85,7 @@ def encode_table(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument(
         "--model", required=True, help="model folder or builtin:minilm / builtin:qwen3-tiny"
     )

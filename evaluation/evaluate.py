@@ -407,7 +407,7 @@ def write_tables(spark, lake: str, evaluated: list[tuple[dict, list[dict], list[
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     add_lake_arguments(parser, required=True)
     parser.add_argument(
         "--inputs",

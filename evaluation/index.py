@@ -56,15 +56,17 @@ def read_embeddings(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     sub = parser.add_subparsers(dest="command", required=True)
-    bm25 = sub.add_parser("bm25", help="one Lucene index per language")
+    bm25 = sub.add_parser("bm25", allow_abbrev=False, help="one Lucene index per language")
     bm25.add_argument(
         "--collections", required=True, help="folder with one JsonCollection folder per language"
     )
     bm25.add_argument("--out", required=True)
     bm25.add_argument("--threads", type=positive_int, default=2)
-    dense = sub.add_parser("faiss", help="FAISS index over the encoder's TAC embeddings")
+    dense = sub.add_parser(
+        "faiss", allow_abbrev=False, help="FAISS index over the encoder's TAC embeddings"
+    )
     add_lake_arguments(dense, required=True)
     dense.add_argument(
         "--encoder", required=True, help="encoder name used when the embeddings were written"

@@ -260,7 +260,7 @@ def read_meta(path: str) -> dict[str, dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--run", required=True, help="TREC run: qid Q0 docid rank score tag")
     parser.add_argument("--qrels", required=True, help="TREC qrels: qid 0 docid relevance")
     parser.add_argument(

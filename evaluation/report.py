@@ -714,7 +714,7 @@ def parse_compare(text: str | None, runs: list[str]) -> tuple[str, str] | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     add_lake_arguments(parser, required=True)
     parser.add_argument("--runs", required=True, help="comma-separated run ids, in table order")
     parser.add_argument("--out", required=True)

@@ -150,7 +150,7 @@ def parse_pairs(args: argparse.Namespace, parser: argparse.ArgumentParser) -> li
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     add_lake_arguments(parser, required=True)
     parser.add_argument("--a", help="baseline run_id (e.g. the SFT control)")
     parser.add_argument("--b", help="compared run_id (e.g. the two-stage model)")

@@ -185,7 +185,7 @@ def summarize(rows: list[dict]) -> tuple[int, int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     add_lake_arguments(parser)
     parser.add_argument(
         "--tables",

@@ -177,13 +177,13 @@ def stop(state: Path, grace_seconds: float = 30.0) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     sub = parser.add_subparsers(dest="command", required=True)
-    up = sub.add_parser("start", help="start a server, print its sc:// URL")
+    up = sub.add_parser("start", allow_abbrev=False, help="start a server, print its sc:// URL")
     up.add_argument("--state", type=Path, required=True, help="folder for pid, URL and log")
     up.add_argument("--master", default="local[2]")
     up.add_argument("--driver-memory", default="4g")
-    down = sub.add_parser("stop", help="stop the server a state folder records")
+    down = sub.add_parser("stop", allow_abbrev=False, help="stop the server a state folder records")
     down.add_argument("--state", type=Path, required=True)
     args = parser.parse_args(argv)
     if args.command == "start":

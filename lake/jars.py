@@ -97,7 +97,7 @@ def installed_jars() -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("command", choices=["install", "coordinates"])
     args = parser.parse_args(argv)
     if args.command == "coordinates":

@@ -172,7 +172,7 @@ def exercise(scratch: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("command", choices=["archive", "options", "exercise"])
     parser.add_argument("scratch", nargs="?", help="(exercise) a scratch folder")
     parser.add_argument(

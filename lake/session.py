@@ -188,7 +188,7 @@ def add_landscape_argument(parser: argparse.ArgumentParser, what: str) -> None:
 
 def job_arguments(description: str) -> argparse.ArgumentParser:
     """An argument parser with the flags every job shares (kebab-case)."""
-    parser = argparse.ArgumentParser(description=description)
+    parser = argparse.ArgumentParser(description=description, allow_abbrev=False)
     add_lake_arguments(parser)
     parser.add_argument("--run-id", default=None, help="run id recorded in meta/job_runs")
     parser.add_argument(

@@ -41,7 +41,7 @@ _KNOBS = {
 
 
 def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, Difficulty]:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument(
         "--out", type=path_or_uri, required=True, help="output folder (any Spark URI)"
     )

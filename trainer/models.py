@@ -130,7 +130,7 @@ def resolve(name: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("command", choices=["build"])
     parser.add_argument("name", choices=BUILTINS)
     args = parser.parse_args(argv)
