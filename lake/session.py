@@ -6,6 +6,7 @@ import argparse
 import os
 import re
 import sys
+import tempfile
 from datetime import date
 from functools import partial
 
@@ -46,6 +47,12 @@ _LOCAL_DEFAULTS = {
     # on a local[2] server 418 s against 430 and 431 s with it, interleaved (docs/SCALING.md).
     # Clusters keep it (skewed joins, partition coalescing).
     "spark.sql.adaptive.enabled": "false",
+    # The lake's tables are paths, never catalog tables, but the first `delta.`path`` statement
+    # creates the default database's folder: `./spark-warehouse` under whichever directory the
+    # driver started in (a user's work folder, the checkout). One folder per user instead.
+    "spark.sql.warehouse.dir": os.path.join(
+        tempfile.gettempdir(), f"xembed-warehouse-{os.getuid()}"
+    ),
 }
 
 

@@ -146,6 +146,20 @@ def test_a_job_on_a_mistyped_lake_says_so_and_leaves_no_lake_behind(spark, tmp_p
     assert f"could not record the failed run: no lake at {typo}" in capsys.readouterr().err
 
 
+def test_sql_on_a_delta_path_leaves_no_folder_where_the_driver_started(spark, lake):
+    """`DESCRIBE HISTORY delta.`...`` creates the default database's folder, which Spark put
+    at ./spark-warehouse under the directory the driver started in (a user's work folder)."""
+    import tempfile
+    from pathlib import Path
+
+    spark.range(2).write.format("delta").save(f"{lake}/t")
+    assert spark.sql(f"DESCRIBE HISTORY delta.`{lake}/t`").count() == 1
+    info = dict(spark.sql("DESCRIBE DATABASE default").collect())
+    where = Path(info["Location"].removeprefix("file:"))
+    assert where.parent == Path(tempfile.gettempdir()), where
+    assert where.is_dir() and where != Path.cwd() / "spark-warehouse"
+
+
 def test_docs_tables_md_is_generated_from_the_contracts():
     from pathlib import Path
 
