@@ -64,6 +64,34 @@ def test_japanese_abstract_form_labels_are_dropped(raw, abstract):
     assert row["description"] == clean_text(raw)
 
 
+@pytest.mark.parametrize(
+    ("raw", "description"),
+    [
+        (
+            "TECHNICAL FIELD\n[0001] The invention relates to cups.\n[0002] A cup holds tea.",
+            "TECHNICAL FIELD\nThe invention relates to cups.\nA cup holds tea.",
+        ),
+        # exported without line breaks: each number still starts a paragraph
+        (
+            "技术领域 [0001] 本发明涉及电池。 [0002] 背景技术。",
+            "技术领域\n本发明涉及电池。\n背景技术。",
+        ),
+        # JP: full-width numbers in 【】 on a line of their own; the labels are headings, kept
+        (
+            "【技術分野】\n【０００１】\n本発明は電池に関する。\n【背景技術】\n【０００２】　従来の電池。",
+            "【技術分野】\n本発明は電池に関する。\n【背景技術】\n従来の電池。",
+        ),
+        ("[00123] Long documents number in five digits.", "Long documents number in five digits."),
+        # fewer than four digits is no paragraph number: a reference, a formula, a list
+        ("See [1] and [12] and [123]; x[0] = 2.", "See [1] and [12] and [123]; x[0] = 2."),
+        ("[0001]", None),  # nothing but numbering: no description
+    ],
+)
+def test_description_paragraph_numbers_become_line_breaks(raw, description):
+    rows = per_language(None, None, None, [entry(raw, "ja")])
+    assert [row["description"] for row in rows] == ([] if description is None else [description])
+
+
 def test_ranked_entries_complete_then_longest_then_earlier_and_no_blank():
     entries = [
         entry("a truncated but the longest text", truncated=True),

@@ -99,6 +99,26 @@ def abstract_text(text: str) -> str:
     return _LINE_BREAK.sub("\n", text).strip()
 
 
+# A description's paragraph numbers: "[0001]" (US, EP, CN, KR) and "【０００１】" (JP), four
+# digits or more ("[1]" may be a reference in the text). Numbering, no text of the invention;
+# each becomes a line break, so a description exported without line breaks keeps its
+# paragraphs apart (DESC1 and SUMMARY read them). JP's 【技術分野】-style labels stay: they are
+# the headings an English description writes as "TECHNICAL FIELD".
+_PARAGRAPH_NUMBER = re.compile(r"[ \t]*(?:\[[0-9０-９]{4,}\]|【[0-9０-９]{4,}】)[ \t]*")
+
+
+def description_text(text: str) -> str:
+    """A cleaned description without its paragraph numbers, one paragraph per line.
+
+    >>> description_text("FIELD\\n[0001] A cup. [0002] Tea.")
+    'FIELD\\nA cup.\\nTea.'
+    """
+    if "[" not in text and "【" not in text:
+        return text
+    text = _PARAGRAPH_NUMBER.sub("\n", text)
+    return _LINE_BREAK.sub("\n", text).strip(" \n")
+
+
 def _preference(truncated: bool | None) -> int:
     """Complete before truncated; an entry that does not say comes first."""
     return -1 if truncated is None else (1 if truncated else 0)
@@ -109,7 +129,8 @@ def ranked_entries(
 ) -> list[tuple[str | None, str]]:
     """(language, cleaned text) of the non-empty entries of one localized field, best first:
     complete before truncated, then the longest, then the earlier. Abstracts (``field``
-    "abstract") also lose the labels of the Japanese abstract form (:func:`abstract_text`)."""
+    "abstract") also lose the labels of the Japanese abstract form (:func:`abstract_text`),
+    descriptions their paragraph numbers (:func:`description_text`)."""
     keyed = []
     for position, entry in enumerate(entries or ()):
         if entry is None or entry["text"] is None:
@@ -117,6 +138,8 @@ def ranked_entries(
         text = clean_text(entry["text"])
         if field == "abstract":
             text = abstract_text(text)
+        elif field == "description":
+            text = description_text(text)
         if text:
             keyed.append(((_preference(entry["truncated"]), -len(text), position), entry, text))
     keyed.sort(key=lambda k: k[0])
