@@ -359,10 +359,17 @@ def test_only_the_validation_families_leave_training(tmp_path):
     assert training.count_batches() == len(kept) >= len(everything) - 32 * 5  # 5: largest family
 
 
-def _st_folder(tmp_path, pooling: str | None = None, dense: bool = False) -> str:
+def _st_folder(
+    tmp_path,
+    pooling: str | None = None,
+    dense: bool = False,
+    include_prompt: bool = True,
+    prompts: dict | None = None,
+) -> str:
     """all-MiniLM-L6-v2 as a SentenceTransformer folder: copied as the hub has it (``pooling``
     None: mean, the older config format) or saved by sentence-transformers itself with
-    ``pooling`` (its current format) and, with ``dense``, a Dense projection."""
+    ``pooling`` (its current format), ``include_prompt`` and ``prompts`` and, with ``dense``,
+    a Dense projection."""
     import shutil
 
     from sentence_transformers.sentence_transformer.modules import (
@@ -378,8 +385,10 @@ def _st_folder(tmp_path, pooling: str | None = None, dense: bool = False) -> str
         return str(folder)
     backbone = Transformer(resolve("builtin:minilm"))
     dim = backbone.get_embedding_dimension()
-    modules = [backbone, Pooling(dim, pooling_mode=pooling)] + ([Dense(dim, 64)] if dense else [])
-    SentenceTransformer(modules=[*modules, Normalize()], device="cpu").save(str(folder))
+    pool = Pooling(dim, pooling_mode=pooling, include_prompt=include_prompt)
+    modules = [backbone, pool] + ([Dense(dim, 64)] if dense else [])
+    model = SentenceTransformer(modules=[*modules, Normalize()], device="cpu", prompts=prompts)
+    model.save(str(folder))
     return str(folder)
 
 
@@ -406,6 +415,41 @@ def test_a_sentence_transformers_folder_keeps_its_cls_pooling(tmp_path):
     assert again.encoder_config.pooling == "cls"
     saved = SentenceTransformer(str(tmp_path / "saved"), device="cpu")
     assert torch.allclose(saved.encode(texts, convert_to_tensor=True), ours, atol=1e-5)
+
+
+def test_pooling_without_the_prompt_tokens_is_refused_only_where_prompts_are_added(tmp_path):
+    """include_prompt false (the pooling skips the prompt's tokens) was refused for every
+    folder, although it changes nothing where no prompt is added or the pooled token is the
+    first or the last one. It is refused where the encoder would mean-pool prompted texts."""
+    from trainer.encoder import Encoder
+
+    texts = ["a rotor blade with a cooling channel", "電池の負極材料"]
+    for pooling in ("mean", "cls"):  # no prompts: the model's own embeddings
+        folder = _st_folder(tmp_path / pooling, pooling, include_prompt=False)
+        encoder = Encoder.from_pretrained(folder)
+        assert encoder.encoder_config.prompt_style == "none"
+        theirs = SentenceTransformer(folder, device="cpu").encode(texts, convert_to_tensor=True)
+        assert torch.allclose(encoder.encode_passage(texts), theirs, atol=1e-5)
+        assert torch.allclose(encoder.encode_query(texts), theirs, atol=1e-5)
+    e5 = {"query": "query: ", "passage": "passage: "}
+    for pooling in ("mean", "cls"):  # sentence-transformers pools after the prompt
+        with pytest.raises(
+            ValueError,
+            match=rf"config.json leaves the prompt tokens out of the {pooling} pooling .*e5",
+        ):
+            Encoder.from_pretrained(
+                _st_folder(tmp_path / f"e5{pooling}", pooling, False, False, e5)
+            )
+    folder = _st_folder(tmp_path / "e5last", "lasttoken", False, False, e5)
+    last = Encoder.from_pretrained(folder)  # the last token is the same either way
+    assert (last.encoder_config.prompt_style, last.encoder_config.pooling) == ("e5", "last")
+    theirs = SentenceTransformer(folder, device="cpu").encode(
+        texts, prompt_name="query", convert_to_tensor=True
+    )
+    assert torch.allclose(last.encode_query(texts), theirs, atol=1e-5)
+    # the same folder with prompts kept in the pooling is the encoder's own arithmetic
+    kept = Encoder.from_pretrained(_st_folder(tmp_path / "e5kept", "mean", False, True, e5))
+    assert kept.encoder_config.prompt_style == "e5"
 
 
 @pytest.mark.parametrize(

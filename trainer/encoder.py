@@ -102,13 +102,15 @@ def _folder_prompt_style(path: Path) -> str | None:
     return None
 
 
-def _folder_pooling(path: Path) -> str | None:
-    """The pooling of the folder's SentenceTransformer modules, None without ``modules.json``;
-    a ValueError naming the file when the modules hold what the encoder does not reproduce."""
+def _folder_pooling(path: Path) -> tuple[str | None, Path | None]:
+    """The pooling of the folder's SentenceTransformer modules (None without ``modules.json``)
+    and its Pooling config when that leaves the prompt tokens out (``include_prompt`` false),
+    else None; a ValueError naming the file when the modules hold what the encoder does not
+    reproduce."""
     listed = path / "modules.json"
     if not listed.exists():
-        return None
-    pooling = None
+        return None, None
+    pooling, without_prompt = None, None
     for module in json.loads(listed.read_text()):
         kind = str(module.get("type", ""))
         name = kind.rsplit(".", 1)[-1]
@@ -119,8 +121,11 @@ def _folder_pooling(path: Path) -> str | None:
                 "would not produce this model's embeddings"
             )
         if name == "Pooling":
-            pooling = _st_pooling(path / str(module.get("path", "")) / "config.json")
-    return pooling
+            config_file = path / str(module.get("path", "")) / "config.json"
+            pooling = _st_pooling(config_file)
+            if pooling and json.loads(config_file.read_text()).get("include_prompt") is False:
+                without_prompt = config_file
+    return pooling, without_prompt
 
 
 def _st_pooling(config_file: Path) -> str | None:
@@ -138,12 +143,23 @@ def _st_pooling(config_file: Path) -> str | None:
             f"{config_file} pools by {' + '.join(map(str, modes)) or 'no mode'}: xembed's "
             f"encoder pools by exactly one of {', '.join(ST_POOLING_MODES)}"
         )
-    if config.get("include_prompt") is False:
-        raise ValueError(
-            f"{config_file} leaves the prompt tokens out of the pooling (include_prompt false), "
-            "which xembed's encoder does not"
-        )
     return ST_POOLING_MODES[modes[0]]
+
+
+def _check_prompt_pooling(config: EncoderConfig, without_prompt: Path | None) -> None:
+    """A folder whose pooling leaves the prompt tokens out (``include_prompt`` false) is
+    refused when this encoder would add prompts: its mean takes every token, and its [CLS]
+    pooling the first one (sentence-transformers takes the first token after the prompt).
+    The last token is the same either way, and without prompts there is no token to leave
+    out."""
+    if without_prompt is None or config.pooling == "last" or config.prompt_style == "none":
+        return
+    raise ValueError(
+        f"{without_prompt} leaves the prompt tokens out of the {config.pooling} pooling "
+        f"(include_prompt false), and the {config.prompt_style} prompt style adds them to the "
+        "texts: xembed's encoder would pool them in; load it with prompt_style none, or a "
+        "folder that pools them"
+    )
 
 
 def last_token_pool(hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
@@ -245,7 +261,7 @@ class Encoder(nn.Module):
             for name in ("pooling", "prompt_style"):
                 if getattr(config, name) == "auto" and saved is not None:
                     setattr(config, name, getattr(saved, name))
-        pooling = _folder_pooling(Path(path))  # also refuses modules it cannot reproduce
+        pooling, without_prompt = _folder_pooling(Path(path))  # refuses modules it cannot reproduce
         if config.pooling == "auto":
             config.pooling = pooling or "auto"
         if config.prompt_style == "auto":
@@ -256,7 +272,9 @@ class Encoder(nn.Module):
             if torch_dtype
             else AutoModel.from_pretrained(path)
         )
-        return cls(model, tokenizer, config)
+        encoder = cls(model, tokenizer, config)  # resolves what is still on auto
+        _check_prompt_pooling(encoder.encoder_config, without_prompt)
+        return encoder
 
     @classmethod
     def for_inference(cls, path: str, device: str = "auto") -> Encoder:
