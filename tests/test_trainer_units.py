@@ -417,6 +417,23 @@ def test_a_sentence_transformers_folder_keeps_its_cls_pooling(tmp_path):
     assert torch.allclose(saved.encode(texts, convert_to_tensor=True), ours, atol=1e-5)
 
 
+def test_a_sentence_transformers_folder_keeps_its_token_limit(tmp_path):
+    """all-MiniLM-L6-v2's folder says max_seq_length 256; the encoder cut at 512 (its
+    positions), so a long text's base-model embedding was not the model's as its users run it.
+    A caller's own config (the trainer's max_length) still decides."""
+    from trainer.encoder import Encoder, EncoderConfig
+
+    folder = resolve("builtin:minilm")
+    encoder = Encoder.from_pretrained(folder)
+    assert encoder.encoder_config.max_length == 256
+    long = [" ".join(["turbine blade cooling channel"] * 120)]  # ~480 tokens
+    theirs = SentenceTransformer(folder, device="cpu").encode(long, convert_to_tensor=True)
+    assert torch.allclose(encoder.encode_passage(long), theirs, atol=1e-5)
+    own = Encoder.from_pretrained(folder, EncoderConfig(max_length=400))
+    assert own.encoder_config.max_length == 400
+    assert not torch.allclose(own.encode_passage(long), theirs, atol=1e-3)
+
+
 def test_pooling_without_the_prompt_tokens_is_refused_only_where_prompts_are_added(tmp_path):
     """include_prompt false (the pooling skips the prompt's tokens) was refused for every
     folder, although it changes nothing where no prompt is added or the pooled token is the

@@ -102,6 +102,19 @@ def _folder_prompt_style(path: Path) -> str | None:
     return None
 
 
+def _folder_config(path: Path) -> EncoderConfig:
+    """The defaults for a folder xembed did not save, with its SentenceTransformer token limit
+    (``sentence_bert_config.json``: ``max_seq_length``) where that is lower: all-MiniLM-L6-v2
+    embeds 256 tokens, not the 512 its positions allow, and a base model is measured as its
+    users run it."""
+    config = EncoderConfig()
+    st = path / "sentence_bert_config.json"
+    limit = json.loads(st.read_text()).get("max_seq_length") if st.exists() else None
+    if isinstance(limit, int) and not isinstance(limit, bool) and 0 < limit < config.max_length:
+        config.max_length = limit
+    return config
+
+
 def _folder_pooling(path: Path) -> tuple[str | None, Path | None]:
     """The pooling of the folder's SentenceTransformer modules (None without ``modules.json``)
     and its Pooling config when that leaves the prompt tokens out (``include_prompt`` false),
@@ -256,7 +269,7 @@ class Encoder(nn.Module):
 
         saved = _saved_config(Path(path))
         if config is None:
-            config = saved or EncoderConfig()
+            config = saved or _folder_config(Path(path))
         else:  # what the caller leaves on auto follows the model (its base's conventions)
             for name in ("pooling", "prompt_style"):
                 if getattr(config, name) == "auto" and saved is not None:
