@@ -155,11 +155,13 @@ def sql_string(text: str) -> str:
 
 
 #: Properties of every table the lake creates. Delta keeps min/max statistics of the first 32
-#: columns of every file it writes, for data skipping; computing them took 2-6x the write
-#: itself (silver/claims at 30,000 patents: 12.3 s against 2.2 s, docs/SCALING.md). Our readers
-#: take whole tables or partitions (partition pruning needs no statistics), and the keys are
-#: spread over every file, so min/max would skip nothing. Each file still records its row
-#: count. A table clustered for selective reads can name its own columns:
+#: columns of every file it writes, for data skipping; computing them took about as long as
+#: the write itself with code generation, 3-6x with the short-job JVM options of `make test`
+#: and `make demo` (silver/claims at 30,000 patents: 12.3 s against 2.2 s without;
+#: docs/SCALING.md). Our readers take whole tables or partitions (partition pruning needs no
+#: statistics), and the keys are spread over every file, so min/max would skip nothing. Each
+#: file still records its row count. A table clustered for selective reads can name its own
+#: columns:
 #: ``ALTER TABLE delta.`<path>` SET TBLPROPERTIES ('delta.dataSkippingStatsColumns' = ...)``.
 TABLE_PROPERTIES = {"delta.dataSkippingNumIndexedCols": "0"}
 

@@ -22,6 +22,7 @@ encoded into other vectors than the model's own.
 
 from __future__ import annotations
 
+import inspect
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -134,8 +135,6 @@ def _unused_pooler(path: Path) -> dict:
     as sentence-transformers saves it; our fine-tunes of it): the encoder pools the hidden
     states itself, and transformers would otherwise create the pooler with random weights
     and report it MISSING on every load, as if the model were broken."""
-    import inspect
-
     from transformers import AutoConfig
     from transformers.models.auto.modeling_auto import MODEL_MAPPING
 
