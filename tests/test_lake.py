@@ -58,8 +58,9 @@ def test_rewrite_replaces_rows_and_is_a_real_delta_table(spark, lake):
 
 
 def test_files_record_their_row_count_and_no_column_statistics(spark, lake):
-    """Delta's min/max statistics per file cost 2-6x the write itself and would skip nothing
-    for our readers; the tables are created without them, and a rewrite keeps that."""
+    """Delta's min/max statistics per file cost as much as the write itself (3-6x with the
+    short-job JVM options) and would skip nothing for our readers; the tables are created
+    without them, and a rewrite keeps that."""
     import json
     from pathlib import Path
 

@@ -437,7 +437,7 @@ def test_a_sentence_transformers_folder_keeps_its_token_limit(tmp_path):
 def test_pooling_without_the_prompt_tokens_is_refused_only_where_prompts_are_added(tmp_path):
     """include_prompt false (the pooling skips the prompt's tokens) was refused for every
     folder, although it changes nothing where no prompt is added or the pooled token is the
-    first or the last one. It is refused where the encoder would mean-pool prompted texts."""
+    last one. It is refused where the encoder would mean- or [CLS]-pool prompted texts."""
     from trainer.encoder import Encoder
 
     texts = ["a rotor blade with a cooling channel", "電池の負極材料"]

@@ -167,16 +167,16 @@ def _folder_pooling(path: Path) -> tuple[str | None, Path | None]:
             )
         if name == "Pooling":
             config_file = path / str(module.get("path", "")) / "config.json"
-            pooling = _st_pooling(config_file)
-            if pooling and json.loads(config_file.read_text()).get("include_prompt") is False:
-                without_prompt = config_file
+            pooling, with_prompt = _st_pooling(config_file)
+            without_prompt = None if with_prompt else config_file
     return pooling, without_prompt
 
 
-def _st_pooling(config_file: Path) -> str | None:
-    """``last``, ``mean`` or ``cls`` from a SentenceTransformer Pooling config."""
+def _st_pooling(config_file: Path) -> tuple[str | None, bool]:
+    """``last``, ``mean`` or ``cls`` from a SentenceTransformer Pooling config, and whether
+    the pooling takes the prompt tokens in (``include_prompt``, true unless it says false)."""
     if not config_file.exists():
-        return None
+        return None, True
     config = json.loads(config_file.read_text())
     named = config.get("pooling_mode")
     if named is not None:
@@ -188,7 +188,7 @@ def _st_pooling(config_file: Path) -> str | None:
             f"{config_file} pools by {' + '.join(map(str, modes)) or 'no mode'}: xembed's "
             f"encoder pools by exactly one of {', '.join(ST_POOLING_MODES)}"
         )
-    return ST_POOLING_MODES[modes[0]]
+    return ST_POOLING_MODES[modes[0]], config.get("include_prompt") is not False
 
 
 def _check_prompt_pooling(config: EncoderConfig, without_prompt: Path | None) -> None:
