@@ -28,6 +28,16 @@ def size_bytes(path: Path) -> int:
     )
 
 
+def best_of(repeats: int, fn) -> float:
+    """The fastest of ``repeats`` timed calls (seconds): short timings are noisy."""
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
 @contextmanager
 def timed(label: str, into: dict):
     start = time.perf_counter()

@@ -18,17 +18,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import machine, write_result
-
-
-def best_of(repeats: int, fn) -> float:
-    """The fastest of ``repeats`` timed calls (seconds): millisecond timings are noisy."""
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
+from _common import best_of, machine, write_result
 
 
 def main(argv: list[str] | None = None) -> int:

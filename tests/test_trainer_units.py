@@ -484,3 +484,90 @@ def test_a_sentence_transformers_folder_the_encoder_cannot_reproduce_is_refused(
 
     with pytest.raises(ValueError, match=message):
         Encoder.from_pretrained(_st_folder(tmp_path, pooling, dense))
+
+
+# Long texts as patents hold them: running Chinese and Japanese without blanks, English, runs
+# of symbols and blanks that one token spans, marks that combine with the letter before.
+LONG_TEXTS = [
+    "一种锂离子电池，其特征在于，包括正极、负极和隔膜所述正极包含磷酸铁锂" * 1500,
+    "正極と負極とを備える電池であって前記正極がリチウムを含む【請求項１】" * 1500,
+    "The battery comprises an anode, a cathode and a separator, wherein the anode. " * 700,
+    "=" * 80_000 + " the claims follow",
+    " " * 60_000 + "a rotor blade with a cooling channel " * 400,
+    ("cafe\u0301 ﾃﾞｰﾀ ＡＢＣ１２３ 1.5 mm " + "x" * 40) * 900,
+    "abcdefghij" * 1000,  # one word: WordPiece gives it one unknown token
+    "a short abstract",
+]
+
+
+@pytest.mark.parametrize("model", ["builtin:me5-small", "builtin:minilm", "builtin:qwen3-tiny"])
+def test_a_long_text_is_tokenized_from_a_prefix_with_the_same_tokens(model):
+    """The encoder tokenized every text whole to keep its first max_length tokens: a
+    40,000-character description was read whole for 512 tokens. It reads a prefix now, and
+    the prefix must give the very tokens the whole text gives."""
+    from transformers import AutoTokenizer
+
+    from trainer.encoder import token_prefixes
+
+    tokenizer = AutoTokenizer.from_pretrained(resolve(model))
+    for limit in (7, 100, 512):
+        whole = tokenizer(LONG_TEXTS, truncation=True, max_length=limit)["input_ids"]
+        prefixes = token_prefixes(tokenizer, LONG_TEXTS, limit)
+        assert tokenizer(prefixes, truncation=True, max_length=limit)["input_ids"] == whole
+        assert all(t.startswith(p) for t, p in zip(LONG_TEXTS, prefixes, strict=True))
+        # the running texts are cut to a fraction; the short one is untouched
+        assert all(len(p) < len(t) / 4 for p, t in zip(prefixes[:3], LONG_TEXTS[:3], strict=True))
+        assert prefixes[-1] == LONG_TEXTS[-1]
+        # a prefix holds the margin beyond the kept tokens, or is the whole text (a first
+        # prefix too short, as of a run of blanks or of one long word, grew)
+        counts = tokenizer(prefixes, add_special_tokens=False)["input_ids"]
+        assert all(
+            p == t or len(ids) >= limit + 64
+            for p, t, ids in zip(prefixes, LONG_TEXTS, counts, strict=True)
+        )
+
+
+def test_without_the_margin_a_prefix_can_change_the_kept_tokens(monkeypatch):
+    """The margin is what keeps the cut, which can split a word, beyond the kept tokens."""
+    from transformers import AutoTokenizer
+
+    from trainer import encoder as encoder_module
+    from trainer.encoder import token_prefixes
+
+    tokenizer = AutoTokenizer.from_pretrained(resolve("builtin:me5-small"))
+    whole = tokenizer(LONG_TEXTS, truncation=True, max_length=7)["input_ids"]
+    monkeypatch.setattr(encoder_module, "PREFIX_MARGIN_TOKENS", 0)
+    monkeypatch.setattr(encoder_module, "PREFIX_CHARS_PER_TOKEN", 1)
+    cut = tokenizer(token_prefixes(tokenizer, LONG_TEXTS, 7), truncation=True, max_length=7)
+    assert cut["input_ids"] != whole
+
+
+def test_the_encoder_and_phage_tokenize_a_prefix_of_a_long_text():
+    """Encoder.tokenize (training batches, evaluation, mining) and PHAGE's claim tokens read
+    a prefix of a long text and keep the whole text's tokens and claim spans."""
+    from trainer.encoder import Encoder, EncoderConfig
+    from trainer.phage import ClaimGraph, tokenize_claims
+
+    encoder = Encoder.from_pretrained(resolve("builtin:minilm"), EncoderConfig(max_length=64))
+    read = []
+    real = type(encoder.tokenizer).__call__
+
+    def spy(self, text, *args, **kwargs):
+        read.append(sum(map(len, [text] if isinstance(text, str) else text)))
+        return real(self, text, *args, **kwargs)
+
+    texts = [LONG_TEXTS[2], LONG_TEXTS[-1]]
+    expected = encoder.tokenizer(texts, truncation=True, max_length=64, padding=True)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(type(encoder.tokenizer), "__call__", spy)
+        batch = encoder.tokenize(texts)
+    assert batch["input_ids"].tolist() == expected["input_ids"]
+    assert batch["attention_mask"].tolist() == expected["attention_mask"]
+    assert read and max(read) < len(LONG_TEXTS[2]) / 10
+    claims = ClaimGraph(
+        ("A rotor blade. " * 2000, "The blade of claim 1. " * 2000), ((1, 0, "legal"),)
+    )
+    whole = "\n".join(claims.claims)
+    ids, owners = tokenize_claims(encoder.tokenizer, claims, 64)
+    assert ids == encoder.tokenizer(whole, truncation=True, max_length=64)["input_ids"]
+    assert owners[1:-1] == [0] * 62  # every kept token belongs to the first claim

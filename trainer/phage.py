@@ -33,7 +33,7 @@ from torch import nn
 from torch.nn import functional
 
 from schemas.defaults import CLAIM_RELATIONS
-from trainer.encoder import Encoder, format_passage
+from trainer.encoder import Encoder, format_passage, token_prefixes
 from trainer.loss import MatryoshkaLoss
 
 ATTENTION = "xembed_phage"
@@ -92,6 +92,7 @@ def tokenize_claims(
         starts.append(len(text))
         text += claim
     ends = [s + len(c) for s, c in zip(starts, graph.claims, strict=True)]
+    text = token_prefixes(tokenizer, [text], max_length)[0]  # a prefix: the offsets hold
     encoded = tokenizer(text, truncation=True, max_length=max_length, return_offsets_mapping=True)
     owners = []
     for start, end in encoded["offset_mapping"]:
