@@ -279,6 +279,34 @@ def test_cancelled_claims_are_no_claims():
     assert split_claims("1-20. (cancelled)", "en") == []
 
 
+def test_a_cancelled_range_inside_the_claims_and_status_labels():
+    """US claim listings cancel ranges inside the claims too ("3-5. (canceled)") and label
+    claims with their status ("(withdrawn)", "(new)", "(currently amended)"). The range was
+    no marker, so claim 6 onwards vanished into claim 2's text, and a withdrawn claim took
+    the references of the claims it swallowed; the labels were kept as claim text."""
+    text = (
+        "1. A battery comprising an anode.\n2. The battery of claim 1, wherein lithium.\n"
+        "3-5. (canceled)\n6. The battery of claim 2, with a separator.\n"
+        "7. (withdrawn) A method of making a battery.\n8.-10. (Cancelled)\n"
+        "11. (new) The battery of claim 1, with a case.\n"
+        "12. (Withdrawn - Currently Amended) The method of claim 7, wherein heating.\n"
+        "13 to 14. [deleted]\n15. (previously presented) The battery of claim 6."
+    )
+    claims = split_claims(text, "en")
+    assert [(c.number, c.text, c.depends_on) for c in claims] == [
+        (1, "A battery comprising an anode.", ()),
+        (2, "The battery of claim 1, wherein lithium.", (1,)),
+        (6, "The battery of claim 2, with a separator.", (2,)),
+        (7, "A method of making a battery.", ()),
+        (11, "The battery of claim 1, with a case.", (1,)),
+        (12, "The method of claim 7, wherein heating.", (7,)),
+        (15, "The battery of claim 6.", (6,)),
+    ]
+    # a range in a claim's text is no cancellation: claim 3 follows it
+    sized = split_claims("1. A cup.\n2. The cup of claim 1, sized 3-5. 3. The cup of claim 2.")
+    assert [(c.number, c.depends_on) for c in sized] == [(1, ()), (2, (1,)), (3, (2,))]
+
+
 @pytest.mark.parametrize(
     "text",
     [

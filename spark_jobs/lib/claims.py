@@ -67,6 +67,22 @@ _CANCELLED_RANGE = re.compile(
 )
 # The body of a claim that is only its cancellation ("5. (canceled)"): no claim is left.
 _CANCELLED = re.compile(r"[(\[]?\s*(?:canceled|cancelled|deleted)\s*[)\]]?\s*\.?", re.IGNORECASE)
+# Claims N to M cancelled inside the claims ("3-5. (canceled)", "8.-10. (Cancelled)");
+# group 3 starts the cancellation, a claim body that is no claim.
+_CANCELLED_SPAN = re.compile(
+    r"(?<![\d.,])(\d+)\s*\.?\s*(?:-|–|to|through)\s*(\d+)\s*\.?\s*"
+    r"([(\[]?\s*(?:canceled|cancelled|deleted)\b)",
+    re.IGNORECASE,
+)
+# A US claim listing's status label before a claim's text ("(withdrawn)", "(new)",
+# "(currently amended)", "(Withdrawn - Currently Amended)"): no claim text.
+_STATUS_WORDS = (
+    r"new|original|withdrawn|not\s+entered|(?:currently\s+|previously\s+)?(?:amended|presented)"
+)
+_STATUS = re.compile(
+    rf"\s*[(\[]\s*(?:{_STATUS_WORDS})(?:\s*[-–,/]\s*(?:{_STATUS_WORDS}))*\s*[)\]]\s*",
+    re.IGNORECASE,
+)
 # "claim(s)" before a number: en, zh (simplified and traditional), ja, ko, de, fr, es, pt, it.
 # Korean also writes the number between 제 and 항 ("제1항 또는 제2항에 있어서"), Taiwan between
 # 第 and 項 ("申請專利範圍第1項"), as Chinese may ("权利要求第1项").
@@ -201,10 +217,18 @@ def _opens_claims(text: str, pos: int, marker: int) -> bool:
     return at_line_start or _HEADING_STEMS.search(before) is not None
 
 
+def _may_cancel(text: str) -> bool:
+    """True when ``text`` may cancel claims inside the claims (a cheap test first)."""
+    lower = text.lower()
+    return "cancel" in lower or "delete" in lower
+
+
 def _numbered_spans(text: str) -> list[tuple[int, int, int]]:
     """(claim number, body start, body end) in order; the numbers must run 1, 2, 3, ..., or
     N+1, N+2, ... after claims 1 to N cancelled at the start ("1-20. (canceled)", as US
-    publications of continuations begin).
+    publications of continuations begin). A range cancelled inside the claims ("3-5.
+    (canceled)" after a sentence or line) stands for its claims: its body is the
+    cancellation, and the numbers go on after it.
 
     A list numbered inside a claim ("comprising: 1) heating; 2) cooling", "步骤：1.获取；
     2.处理") is not a claim sequence: a marker 1 after the first claim opens one, and a number
@@ -221,8 +245,26 @@ def _numbered_spans(text: str) -> list[tuple[int, int, int]]:
         first, pos = int(cancelled.group(1)) + 1, cancelled.end()
     segments: list[tuple[int, int, int]] = []  # (number, marker start, body start)
     inner_next = 0  # the next number of a list open inside the current claim; 0: none
+    skipped = 0  # claims cancelled as ranges inside the claims
+    spans = list(_CANCELLED_SPAN.finditer(text, pos)) if _may_cancel(text) else []
+    covered = 0  # the end of the last cancelled range taken: markers inside it are none
     for m in _MARKER.finditer(text, pos):
         number, at, start = int(m.group(1)), m.start(1), m.start()
+        while spans and spans[0].start() <= at:
+            c = spans.pop(0)
+            expected = first + skipped + len(segments)
+            if (
+                segments
+                and int(c.group(1)) == expected < int(c.group(2))
+                and c.start() >= covered
+                and _after_sentence_end(text, c.start())
+            ):
+                segments.append((expected, c.start(), c.start(3)))
+                skipped += int(c.group(2)) - expected
+                covered, inner_next = c.end(), 0
+        if at < covered:
+            continue
+        expected = first + skipped + len(segments)
         lo = max(pos, at - 24)
         before = text[lo:at].rstrip()
         word = before.rsplit(None, 1)[-1].lower() if before else ""
@@ -232,9 +274,7 @@ def _numbered_spans(text: str) -> list[tuple[int, int, int]]:
             continue  # "at 1: heat", "size 1\n", "as in FIG. 2."
         if not segments and number == first and not _opens_claims(text, pos, start):
             continue  # "a length of 1. The cup is blue.": claim text, no marker
-        if number == first + len(segments) and (
-            number != inner_next or _after_sentence_end(text, at)
-        ):
+        if number == expected and (number != inner_next or _after_sentence_end(text, at)):
             segments.append((number, start, m.end()))
             inner_next = 0
         elif number == 1 and segments:
@@ -326,6 +366,8 @@ def split_claims(text: str | None, lang: str | None = None) -> list[Claim]:
         source = text  # every character normalized by itself, to one: the same places
     claims = []
     for number, start, end in spans:
+        label = _STATUS.match(clean, start, end)
+        start = label.end() if label else start
         body = " ".join(clean[start:end].split())
         if not body or _CANCELLED.fullmatch(body):
             continue
