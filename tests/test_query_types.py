@@ -110,6 +110,44 @@ def test_every_query_type_is_built_from_the_silver_tables(spark):
                 "技术领域 [0001] 本发明涉及一种LED灯具的散热结构和制造方法。[0002] 背景技术。",
                 40,
             ),
+            # the first paragraph of most US, CN and JP descriptions names related
+            # applications, not the invention: DESC1 was that sentence
+            ("P4", "F4", "en", "ABS", "A valve.", 8),
+            (
+                "P4",
+                "F4",
+                "en",
+                "DESC",
+                "CROSS-REFERENCE TO RELATED APPLICATIONS\n[0001] This application is a "
+                "continuation of U.S. application Ser. No. 16/123,456, filed Jan. 2, 2019, "
+                "which is incorporated herein by reference in its entirety.\n"
+                "[0002] The entire contents of Japanese Patent Application No. 2018-1234 "
+                "are incorporated herein by reference.\n"
+                "[0003] Priority is claimed on Korean Patent Application No. 10-2018-1.\n"
+                "BACKGROUND\n[0004] The present disclosure relates to valves for pipes.",
+                80,
+            ),
+            ("P5", "F5", "zh", "ABS", "阀门。", 3),
+            (
+                "P5",
+                "F5",
+                "zh",
+                "DESC",
+                "相关申请的交叉引用\n本申请要求于2019年1月2日提交的中国专利申请201910001234.5的"
+                "优先权，其全部内容通过引用结合于此。\n技术领域\n本发明涉及一种用于输送流体的管道的阀门及其制造方法。",
+                40,
+            ),
+            ("P6", "F6", "ja", "ABS", "弁。", 2),
+            (
+                "P6",
+                "F6",
+                "ja",
+                "DESC",
+                "【０００１】本出願は、２０１９年１月２日に出願された日本国特許出願２０１９－１２３"
+                "４号に基づく優先権を主張し、その内容を援用する。\n【技術分野】\n"
+                "【０００２】本発明は、流体を輸送する配管用の弁およびその製造方法に関する。",
+                40,
+            ),
         ],
     )
     claims = spark.createDataFrame(
@@ -125,7 +163,8 @@ def test_every_query_type_is_built_from_the_silver_tables(spark):
         "publication_number string, ipc_codes array<string>, cpc_codes array<string>",
     )
     queries = spark.createDataFrame(
-        [("P1", "en"), ("P2", "ja"), ("P3", "zh")], "publication_number string, lang string"
+        [("P1", "en"), ("P2", "ja"), ("P3", "zh"), ("P4", "en"), ("P5", "zh"), ("P6", "ja")],
+        "publication_number string, lang string",
     )
     texts = query_texts(queries, views, claims, patents).collect()
     got = {r["view"]: r["text"] for r in texts if r["publication_number"] == "P1"}
@@ -139,6 +178,10 @@ def test_every_query_type_is_built_from_the_silver_tables(spark):
     assert got["FIC"] == "A cup."
     assert got["ICLAIMS"] == "A cup.\nA lid."  # independent claims in claim order
     assert got["DESC1"] == "The invention relates to cups for tea."  # heading skipped
+    desc1 = {r["publication_number"]: r["text"] for r in texts if r["view"] == "DESC1"}
+    assert desc1["P4"] == "The present disclosure relates to valves for pipes."
+    assert desc1["P5"] == "本发明涉及一种用于输送流体的管道的阀门及其制造方法。"
+    assert desc1["P6"] == "本発明は、流体を輸送する配管用の弁およびその製造方法に関する。"
     assert got["TACD"] == "Cup\nA cup holds tea.\n1. A cup.\n" + got["DESC"]
     assert got["CODES"] == "H01M10/05 A47G19/00 A47G19/2205"  # IPC first, each once
     assert got["SUMMARY"] == sumbasic("A cup holds tea.\n" + got["DESC"], "en")

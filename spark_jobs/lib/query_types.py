@@ -8,7 +8,8 @@ are built here from silver/views, silver/claims and silver/patents, in the query
 - ``DESC1``: the first description paragraph, i.e. the first line of the description with at
   least 20 characters once a paragraph number (``[0001]``, ``【０００１】``) is removed that is
   no heading ("CROSS-REFERENCE TO RELATED APPLICATIONS", "Field of the Invention",
-  "【技術分野】": see ``_heading``);
+  "【技術分野】": see ``_heading``) and names no related applications ("This application
+  claims the benefit of ...": see ``_RELATED_APPLICATIONS``);
 - ``TACD``: title + abstract + claims + description (TAC, then DESC);
 - ``CODES``: the IPC and CPC codes, space-separated, IPC first, each once;
 - ``SUMMARY``: a SumBasic extractive summary of abstract + description
@@ -57,6 +58,28 @@ def _heading(line: Column) -> Column:
     return capitals | label | unfinished
 
 
+# A paragraph that names related applications rather than the invention: priority claims,
+# continuations, national stages and incorporations by reference, as the first paragraph of
+# most US, CN, JP and KR descriptions reads ("This application claims the benefit of ...",
+# "本申请要求...的优先权", "本出願は、...に基づく優先権を主張し", "본 출원은 ... 우선권을 주장").
+_RELATED_APPLICATIONS = (
+    "(?i)^(?:"
+    "(?:this|the\\s+present|the\\s+instant|the\\s+subject)\\s+(?:[a-z-]+\\s+){0,3}"
+    "(?:application|patent|disclosure)\\b.{0,400}\\b(?:claims?\\s+(?:the\\s+)?(?:benefit|priority)|"
+    "(?:continuation|divisional)(?:-in-part)?\\s+(?:application\\s+)?of|"
+    "national\\s+(?:stage|phase)|provisional\\s+(?:patent\\s+)?application|"
+    "incorporated\\s+(?:herein\\s+)?(?:in\\s+(?:its|their)\\s+entirety\\s+)?by\\s+reference)"
+    "|(?:the\\s+)?(?:entire\\s+)?(?:contents?|disclosures?)\\s+of\\s+.{0,400}"
+    "incorporated\\s+(?:herein\\s+)?(?:in\\s+(?:its|their)\\s+entirety\\s+)?by\\s+reference"
+    "|priority\\s+is\\s+claimed"
+    "|本申请(?:要求|是|为|基于|系).{0,300}(?:优先权|申请号|分案|继续|国家阶段)"
+    "|本申請案?(?:主張|要求|是|為|係|基於).{0,300}(?:優先權|申請號|分案|連續)"
+    "|本(?:出願|願|特許出願)は.{0,300}(?:優先権|基づ|分割|継続|援用)"
+    "|본\\s*(?:출원|특허\\s*출원)은.{0,300}(?:우선권|기초|분할|계속|참조로)"
+    ")"
+)
+
+
 # A line break, or an inline paragraph number of four digits or more ("... [0002] ...", a
 # description exported without line breaks); "[1]" may be a reference, not a paragraph.
 _PARAGRAPH_BREAK = r"\n|(?=\[[0-9０-９]{4,}\])|(?=【[0-9０-９]{4,}】)"
@@ -64,14 +87,16 @@ _PARAGRAPH_BREAK = r"\n|(?=\[[0-9０-９]{4,}\])|(?=【[0-9０-９]{4,}】)"
 
 def first_paragraph(description: Column) -> Column:
     """The first line (or numbered paragraph) of at least PARAGRAPH_MIN_CHARS characters that
-    is no heading, paragraph number removed; else the first line of that length, else the
-    first line."""
+    is no heading and names no related applications (``_RELATED_APPLICATIONS``), paragraph
+    number removed; else the first line of that length, else the first line."""
     lines = F.transform(
         F.split(description, _PARAGRAPH_BREAK),
         lambda line: F.trim(F.regexp_replace(line, PARAGRAPH_NUMBER_PATTERN, "")),
     )
     long_lines = F.filter(lines, lambda line: F.length(line) >= PARAGRAPH_MIN_CHARS)
-    paragraphs = F.filter(long_lines, lambda line: ~_heading(line))
+    paragraphs = F.filter(
+        long_lines, lambda line: ~_heading(line) & ~line.rlike(_RELATED_APPLICATIONS)
+    )
     return F.coalesce(
         F.try_element_at(paragraphs, F.lit(1)),
         F.try_element_at(long_lines, F.lit(1)),
