@@ -210,11 +210,16 @@ def test_checkpointed_lora_layers_get_gradients_and_the_gpu_benchmark_runs():
     (transformers 5.x falls back to the deprecated `gradient_checkpointing_enable`, v6 will
     not): each LoRA matrix of a checkpointed layer must still get a gradient. And
     benchmarks/gpu_trainer.py, which no CPU run reached, called the old method with a
-    positional argument (a TypeError before its first step); `--smoke` runs its code here."""
+    positional argument (a TypeError before its first step); `--smoke` runs its code here.
+    Wrapping with LoRA printed transformers' FutureWarning on every training (peft reads the
+    deprecated `is_gradient_checkpointing`)."""
     import importlib.util
+    import warnings
 
     encoder = Encoder.from_pretrained(resolve("builtin:qwen3-tiny"))
-    encoder.add_lora(r=4, alpha=8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        encoder.add_lora(r=4, alpha=8)
     encoder.activation_checkpointing_enable()
     assert encoder.base_model.is_activation_checkpointing
     encoder.train()

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -368,7 +369,13 @@ class Encoder(nn.Module):
         lora = LoraConfig(
             r=r, lora_alpha=alpha, lora_dropout=dropout, target_modules=target_modules, bias="none"
         )
-        self.backbone = get_peft_model(self.backbone, lora)
+        with warnings.catch_warnings():
+            # peft reads transformers' deprecated alias of is_activation_checkpointing (its
+            # code, not ours): every LoRA training printed the FutureWarning
+            warnings.filterwarnings(
+                "ignore", "`is_gradient_checkpointing` is deprecated", FutureWarning
+            )
+            self.backbone = get_peft_model(self.backbone, lora)
 
     def activation_checkpointing_enable(self, **kwargs) -> None:
         """Called by the HF Trainer when --activation_checkpointing is set (transformers 5.x
