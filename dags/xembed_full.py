@@ -31,6 +31,7 @@ Trigger with `airflow dags test xembed_full --conf '{"sample_patents": 2000}'` o
 from __future__ import annotations
 
 import functools
+import json
 from datetime import timedelta
 from pathlib import Path
 
@@ -172,6 +173,35 @@ def model_problem(conf: dict, params) -> str | None:
                 "Qwen3-Embedding-0.6B download) or a builtin model"
             )
     return None
+
+
+def phage_base_problem(conf: dict, params) -> str | None:
+    """The error for a PHAGE run whose base model PHAGE cannot train (a decoder such as the
+    cpu-small profile's tiny Qwen3), else None: train_phage found it only after the data
+    tasks, the indexes and the other trainings."""
+    if not conf.get("phage", params["phage"]):
+        return None
+    base = (
+        conf.get("phage_base_model", params["phage_base_model"])
+        or conf.get("base_model", params["base_model"])
+        or PROFILE_MODELS.get(conf.get("profile", params["profile"]), "")
+    )
+    if not base:
+        return None  # the paper profile without base_model: model_problem names it
+    if base.startswith("builtin:"):
+        model_type = defaults.BUILTIN_MODEL_TYPES.get(base.removeprefix("builtin:"))
+    else:
+        try:
+            model_type = json.loads((Path(base) / "config.json").read_text()).get("model_type")
+        except (OSError, ValueError, AttributeError):
+            return None  # no model there: model_problem names it (or the trainer does)
+    if model_type is None or model_type in defaults.PHAGE_MODEL_TYPES:
+        return None
+    return (
+        f"phage is true, but PHAGE's base {base!r} is a {model_type} model: PHAGE trains "
+        f"BERT-style encoders ({', '.join(defaults.PHAGE_MODEL_TYPES)}); set "
+        "phage_base_model, e.g. builtin:me5-small or builtin:minilm"
+    )
 
 
 # integers >= 1, 100 among them: the report's tables and the significance tests are Hit@100
@@ -415,6 +445,7 @@ def xembed_full():
             or sample_conf_ignored(conf, params)
             or relative_path(conf, params)
             or model_problem(conf, params)
+            or phage_base_problem(conf, params)
         )
         if error:  # the first task, so nothing has run; a retry would not help
             raise AirflowFailException(error)

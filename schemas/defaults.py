@@ -60,6 +60,10 @@ EVAL_DIMS = "64,full"
 # The models at hand offline (trainer.models: built by `make setup`, or a wheel's), named
 # ``builtin:<name>``.
 BUILTIN_MODELS = ("me5-small", "minilm", "qwen3-tiny")
+# Their architectures (config.json's model_type), known before any is loaded.
+BUILTIN_MODEL_TYPES = {"me5-small": "bert", "minilm": "bert", "qwen3-tiny": "qwen3"}
+# The architectures PHAGE's graph attention trains: BERT-style, bidirectional encoders.
+PHAGE_MODEL_TYPES = ("bert", "roberta", "xlm-roberta")
 
 # silver/claim_graph: edge types, and when two claims share technical content (the Jaccard
 # overlap of their term sets, with at least this many shared terms).

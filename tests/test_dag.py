@@ -309,6 +309,32 @@ def test_a_base_model_the_trainings_could_not_load_fails_the_first_task(dag, tmp
     assert "does not exist" in model_problem({"base_model": "hdfs://nn/qwen3"}, dag.params)
 
 
+def test_a_phage_run_on_a_base_phage_cannot_train_fails_the_first_task(dag, tmp_path):
+    """make demo DEMO_PROFILE=cpu-small DEMO_PHAGE=true ran 22 tasks before train_phage
+    refused the profile's tiny Qwen3 (a decoder); the first task now names the fix."""
+    from schemas import defaults
+    from trainer.models import resolve
+
+    problem = dag_module().phage_base_problem
+    small = {"phage": True, "profile": "cpu-small"}
+    assert "'builtin:qwen3-tiny' is a qwen3 model" in problem(small, dag.params)
+    assert "set phage_base_model" in problem(small, dag.params)
+    assert problem(small | {"phage_base_model": "builtin:minilm"}, dag.params) is None
+    assert problem({"profile": "cpu-small"}, dag.params) is None  # no PHAGE
+    assert problem({"phage": True}, dag.params) is None  # cpu-e5: me5-small
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"model_type": "qwen3"}))
+    assert "is a qwen3 model" in problem({"phage": True, "base_model": str(folder)}, dag.params)
+    (folder / "config.json").write_text(json.dumps({"model_type": "xlm-roberta"}))
+    assert problem({"phage": True, "phage_base_model": str(folder)}, dag.params) is None
+    # the DAG knows the builtins' architectures without loading them: the same as theirs
+    for name, model_type in defaults.BUILTIN_MODEL_TYPES.items():
+        config = json.loads((Path(resolve(f"builtin:{name}")) / "config.json").read_text())
+        assert config["model_type"] == model_type
+    assert set(defaults.BUILTIN_MODEL_TYPES) == set(defaults.BUILTIN_MODELS)
+
+
 @pytest.mark.integration
 def test_a_conf_key_the_dag_does_not_know_fails_the_run_before_anything_runs(tmp_path):
     """A typo (`sample_patent`) was ignored: the run went on with the default sample size."""

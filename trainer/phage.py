@@ -32,12 +32,12 @@ import torch
 from torch import nn
 from torch.nn import functional
 
-from schemas.defaults import CLAIM_RELATIONS
+from schemas.defaults import CLAIM_RELATIONS, PHAGE_MODEL_TYPES
 from trainer.encoder import Encoder, format_passage, token_prefixes
 from trainer.loss import MatryoshkaLoss
 
 ATTENTION = "xembed_phage"
-BERT_STYLE = ("bert", "roberta", "xlm-roberta")
+BERT_STYLE = PHAGE_MODEL_TYPES
 GLOBAL = -1  # claim index of tokens outside every claim (special and prompt tokens)
 
 # the bias of the batch being encoded, (batch, heads, L, L); None outside a PHAGE forward
