@@ -130,7 +130,7 @@ sql: setup  ## spark-sql over the demo lake's tables (eval_metrics, silver_paten
 quality: setup  ## retrieval-quality benchmark: the whole pipeline with cpu-e5 on 3,000 patents (benchmarks/results/quality.json)
 	$(PY) benchmarks/quality.py
 
-bench: setup  ## benchmarks (JSON under benchmarks/results/): ingest+curate, build_pairs, trainer, stage2, evaluation, job start-up, tokenization, cost curves
+bench: setup  ## benchmarks (JSON under benchmarks/results/): ingest+curate, build_pairs, trainer, stage2, evaluation, job start-up, tokenization, input probes, cost curves
 	$(PY) benchmarks/ingest_curate.py --patents $${BENCH_PATENTS:-100000}
 	$(PY) benchmarks/build_pairs.py --patents $${BENCH_PATENTS:-100000}
 	$(PY) benchmarks/trainer_cpu.py --steps 40
@@ -138,6 +138,7 @@ bench: setup  ## benchmarks (JSON under benchmarks/results/): ingest+curate, bui
 	$(PY) benchmarks/eval_metrics.py --candidates 300000 --queries 1000
 	$(PY) benchmarks/startup.py --repeats 3
 	$(PY) benchmarks/tokenization.py --texts 300
+	$(PY) benchmarks/input_probe.py --patents 20000 --files 64
 	$(PY) benchmarks/scaling.py --sizes 10000 30000 100000 --stage2-sizes 3000 10000
 
 dist: setup  ## dist/xembed.zip: the Python packages, for spark-submit --py-files on a cluster

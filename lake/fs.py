@@ -9,8 +9,10 @@ as ``s3://``, ``hdfs://``, ``gs://``), which the client must be able to reach.
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
@@ -195,6 +197,24 @@ def probe_by_reading(path: str, read: Callable[[], object]) -> FileProbe:
     except Exception as exc:  # pyspark's or Spark Connect's wrapper of the read's failure
         return FileProbe(path, error=one_line(exc))
     return FileProbe(path)
+
+
+# Input files probed at once (``probe_each``): a gzip file is decompressed in the driver's JVM,
+# a Parquet file read by a Spark job of its own; one at a time, an export of thousands of
+# files waited on each in turn while the driver's other cores and the cluster sat idle.
+PROBE_THREADS = max(2, min(16, os.cpu_count() or 1))
+
+
+def probe_each(
+    probe: Callable[[str], FileProbe], paths: list[str], threads: int | None = None
+) -> list[FileProbe]:
+    """``probe(path)`` of every path, ``threads`` (default ``PROBE_THREADS``) at a time; the
+    probes in the paths' order."""
+    threads = PROBE_THREADS if threads is None else threads
+    if threads < 2 or len(paths) < 2:
+        return [probe(path) for path in paths]
+    with ThreadPoolExecutor(min(threads, len(paths)), thread_name_prefix="probe") as pool:
+        return list(pool.map(probe, paths))
 
 
 def probe_file(spark: SparkSession, path: str) -> FileProbe:

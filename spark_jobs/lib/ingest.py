@@ -89,7 +89,9 @@ def read_lines(spark: SparkSession, files: list[str]) -> tuple[DataFrame, list[f
     not the compression its name announces, Parquet data not named ``*.parquet``, or whose
     byte-order mark declares UTF-16/32. The caller quarantines those (``file_quarantine``); the
     other files are read as usual."""
-    readable, left_out = _readable_and_left_out(fs.probe_file(spark, name) for name in files)
+    readable, left_out = _readable_and_left_out(
+        fs.probe_each(lambda name: fs.probe_file(spark, name), files)
+    )
     if readable:
         lines = spark.read.text(readable).select(
             "value", F.col("_metadata.file_path").alias("source_file")
@@ -309,7 +311,7 @@ def read_parquet(
         ).save()
 
     readable, damaged = _readable_and_left_out(
-        fs.probe_by_reading(name, lambda name=name: read_whole(name)) for name in names
+        fs.probe_each(lambda name: fs.probe_by_reading(name, lambda: read_whole(name)), names)
     )
     left_out.extend(damaged)
     groups: dict[tuple[str, frozenset], tuple[StructType, frozenset, list[str]]] = {}

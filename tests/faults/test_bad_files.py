@@ -143,3 +143,34 @@ def test_only_damaged_files_fail_the_ingest_and_name_them(spark, tmp_path):
     runs = DeltaTable(f"{lake}/meta/job_runs").to_pandas()
     assert runs.status.tolist() == ["failed"]
     assert not (tmp_path / "lake" / "bronze").exists()  # nothing committed
+
+
+def test_files_are_probed_several_at_once_and_reported_in_their_order():
+    """Ingest probed an export's files one at a time (a gzip file decompressed in the driver's
+    JVM, a Parquet file read by a Spark job of its own), so the thousands of files of a large
+    export waited on each other. They are probed several at once; the probes keep the files'
+    order, so the quarantine and the files read are the same."""
+    import threading
+    import time
+
+    from lake import fs
+
+    lock, running, most = threading.Lock(), set(), []
+
+    def probe(path: str) -> fs.FileProbe:
+        with lock:
+            running.add(path)
+            most.append(len(running))
+        time.sleep(0.05)
+        with lock:
+            running.discard(path)
+        return fs.FileProbe(path, error=None if int(path) % 3 else "damaged")
+
+    paths = [str(i) for i in range(12)]
+    probes = fs.probe_each(probe, paths, threads=4)
+    assert [p.path for p in probes] == paths
+    assert [p.readable for p in probes] == [i % 3 != 0 for i in range(12)]
+    assert max(most) == 4
+    most.clear()
+    assert fs.probe_each(probe, paths, threads=1) == probes and max(most) == 1
+    assert fs.PROBE_THREADS >= 2  # the default, also on a one-core driver
