@@ -68,7 +68,7 @@ def token_prefixes(tokenizer, texts: list[str], max_length: int) -> list[str]:
     """Each text, or a prefix of it that tokenizes to the same first ``max_length`` tokens.
 
     A fast tokenizer reads the whole text even when it keeps only ``max_length`` tokens: a
-    patent description of 40,000 characters costs ~13 ms to keep 512 tokens, longer than a
+    patent description of 40,000 characters costs 13-16 ms to keep 512 tokens, longer than a
     GPU takes to encode it. A text longer than twice its first guess (8 characters per kept
     token) is cut there; the prefix is kept when it holds at least 64 tokens more than
     ``max_length``, else it grows fourfold until it does or holds the whole text (runs of

@@ -37,7 +37,6 @@ from trainer.encoder import Encoder, format_passage, token_prefixes
 from trainer.loss import MatryoshkaLoss
 
 ATTENTION = "xembed_phage"
-BERT_STYLE = PHAGE_MODEL_TYPES
 GLOBAL = -1  # claim index of tokens outside every claim (special and prompt tokens)
 
 # the bias of the batch being encoded, (batch, heads, L, L); None outside a PHAGE forward
@@ -158,9 +157,9 @@ class PhageEncoder(nn.Module):
         the biases stay zero and frozen) under the same inputs and objective."""
         super().__init__()
         config = encoder.base_model.config
-        if getattr(config, "model_type", None) not in BERT_STYLE:
+        if getattr(config, "model_type", None) not in PHAGE_MODEL_TYPES:
             raise ValueError(
-                f"PHAGE graph attention needs a BERT-style encoder ({', '.join(BERT_STYLE)}); "
+                f"PHAGE graph attention needs a BERT-style encoder ({', '.join(PHAGE_MODEL_TYPES)}); "
                 f"got model_type {getattr(config, 'model_type', None)!r} (the DAG: set "
                 "params.phage_base_model, e.g. builtin:me5-small)"
             )
