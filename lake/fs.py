@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -203,6 +204,7 @@ def probe_by_reading(path: str, read: Callable[[], object]) -> FileProbe:
 # a Parquet file read by a Spark job of its own; one at a time, an export of thousands of
 # files waited on each in turn while the driver's other cores and the cluster sat idle.
 PROBE_THREADS = max(2, min(16, os.cpu_count() or 1))
+PROBE_PROGRESS_FILES = 50
 
 
 def probe_each(
@@ -212,9 +214,20 @@ def probe_each(
     probes in the paths' order."""
     threads = PROBE_THREADS if threads is None else threads
     if threads < 2 or len(paths) < 2:
-        return [probe(path) for path in paths]
+        return _reported(map(probe, paths), len(paths), 1)
     with ThreadPoolExecutor(min(threads, len(paths)), thread_name_prefix="probe") as pool:
-        return list(pool.map(probe, paths))
+        return _reported(pool.map(probe, paths), len(paths), threads)
+
+
+def _reported(probes, total: int, threads: int) -> list[FileProbe]:
+    """The probes as a list; from PROBE_PROGRESS_FILES files on, a line on stderr at every
+    tenth of them (the probes of a large export take minutes before the job reads)."""
+    done, step = [], max(1, total // 10)
+    for probe in probes:
+        done.append(probe)
+        if total >= PROBE_PROGRESS_FILES and (len(done) % step == 0 or len(done) == total):
+            print(f"probed {len(done):,} of {total:,} files ({threads} at once)", file=sys.stderr)
+    return done
 
 
 def probe_file(spark: SparkSession, path: str) -> FileProbe:

@@ -145,7 +145,7 @@ def test_only_damaged_files_fail_the_ingest_and_name_them(spark, tmp_path):
     assert not (tmp_path / "lake" / "bronze").exists()  # nothing committed
 
 
-def test_files_are_probed_several_at_once_and_reported_in_their_order():
+def test_files_are_probed_several_at_once_and_reported_in_their_order(capsys):
     """Ingest probed an export's files one at a time (a gzip file decompressed in the driver's
     JVM, a Parquet file read by a Spark job of its own), so the thousands of files of a large
     export waited on each other. They are probed several at once; the probes keep the files'
@@ -174,3 +174,9 @@ def test_files_are_probed_several_at_once_and_reported_in_their_order():
     most.clear()
     assert fs.probe_each(probe, paths, threads=1) == probes and max(most) == 1
     assert fs.PROBE_THREADS >= 2  # the default, also on a one-core driver
+    # a large export's probes say how far they are, at every tenth of the files
+    assert capsys.readouterr().err == ""  # 12 files: nothing to follow
+    many = [str(i) for i in range(60)]
+    assert len(fs.probe_each(lambda p: fs.FileProbe(p), many, threads=3)) == 60
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 10 and lines[-1] == "probed 60 of 60 files (3 at once)"
