@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shutil
 import time
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -26,6 +27,14 @@ def size_bytes(path: Path) -> int:
     return sum(
         p.stat().st_size for p in path.rglob("*") if p.is_file() and not p.name.startswith(".")
     )
+
+
+def empty_folder(path: str | Path) -> Path:
+    """``path`` as a new empty folder (what a previous run left there removed)."""
+    folder = Path(path)
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    return folder
 
 
 def best_of(repeats: int, fn) -> float:

@@ -14,13 +14,12 @@ and writes benchmarks/results/build_pairs.json with pairs/s, per-core figures an
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _actions import ActionTimer
-from _common import machine, prepare_lake, size_bytes, timed, write_result
+from _common import empty_folder, machine, prepare_lake, size_bytes, timed, write_result
 
 BASELINE_COLUMNS = ("publication_number", "family_id", "lang", "view", "text", "n_chars")
 
@@ -39,9 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     from lake import build_session
     from spark_jobs import build_pairs
 
-    work = Path(args.work)
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
+    work = empty_folder(args.work)
     spark = build_session("xembed-bench-build-pairs", args.master)
     lake = work / "lake"
     prep: dict[str, float] = {}

@@ -15,13 +15,12 @@ each job wrote per table (the jobs write the texts several times: bronze, views,
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _actions import ActionTimer
-from _common import machine, size_bytes, timed, write_result
+from _common import empty_folder, machine, size_bytes, timed, write_result
 
 # the tables ingest and curate write (their bytes on disk are recorded beside the times)
 WRITTEN = (
@@ -50,9 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     from spark_jobs import curate, ingest
     from spark_jobs.lib.sample.generate import generate
 
-    work = Path(args.work)
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
+    work = empty_folder(args.work)
     spark = build_session("xembed-bench-ingest-curate", args.master)
     sample, lake = work / "sample", work / "lake"
     seconds: dict[str, float] = {}

@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
-from _common import best_of, machine, write_result
+from _common import best_of, empty_folder, machine, write_result
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -45,9 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     from spark_jobs.lib import ingest
     from spark_jobs.lib.sample.generate import generate
 
-    work = Path(args.work)
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
+    work = empty_folder(args.work)
     spark = build_session("xembed-bench-input-probe", args.master)
     sample, parquet = work / "sample", work / "parquet"
     generate(spark, str(sample), args.patents, args.seed, 0.0, partitions=args.files)

@@ -15,13 +15,12 @@ mine_hard_negatives (encode + FAISS + its filtering, at the largest k), as a rat
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import machine, prepare_lake, timed, write_result
+from _common import empty_folder, machine, prepare_lake, timed, write_result
 
 
 def dense_comparison(retrieval: Path, model: str, n_queries: int, k: int, max_length: int) -> dict:
@@ -168,9 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     from lake import build_session
     from spark_jobs import build_triplets, mine_candidates
 
-    work = Path(args.work)
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
+    work = empty_folder(args.work)
     spark = build_session("xembed-bench-stage2", args.master)
     lake, retrieval = str(work / "lake"), work / "retrieval"
     prep: dict[str, float] = {}

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -39,7 +38,7 @@ from datetime import date
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import machine, prepare_lake, timed, write_result
+from _common import empty_folder, machine, prepare_lake, timed, write_result
 
 ROOT = Path(__file__).resolve().parents[1]
 EMPTY_JOB = """
@@ -114,9 +113,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from lake import build_session, connect
 
-    work = Path(args.work)
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
+    work = empty_folder(args.work)
     lake = work / "lake"
     prep: dict[str, float] = {}
     with timed("prepare_lake", prep):
