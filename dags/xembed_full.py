@@ -179,12 +179,13 @@ def phage_base_problem(conf: dict, params) -> str | None:
     """The error for a PHAGE run whose base model PHAGE cannot train (a decoder such as the
     cpu-small profile's tiny Qwen3), else None: train_phage found it only after the data
     tasks, the indexes and the other trainings."""
-    if not conf.get("phage", params["phage"]):
+    names = ("phage", "phage_base_model", "base_model", "profile")
+    value = {name: conf.get(name, params[name]) for name in names}
+    if not value["phage"]:
         return None
+    # as PHAGE_BASE renders train_phage's base
     base = (
-        conf.get("phage_base_model", params["phage_base_model"])
-        or conf.get("base_model", params["base_model"])
-        or PROFILE_MODELS.get(conf.get("profile", params["profile"]), "")
+        value["phage_base_model"] or value["base_model"] or PROFILE_MODELS.get(value["profile"], "")
     )
     if not base:
         return None  # the paper profile without base_model: model_problem names it

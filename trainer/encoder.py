@@ -390,7 +390,7 @@ class Encoder(nn.Module):
         eos = self.tokenizer.eos_token if self._append_eos else ""
         limit = self.encoder_config.max_length - (1 if self._append_eos else 0)
         batch = self.tokenizer(
-            token_prefixes(self.tokenizer, list(texts), limit),
+            token_prefixes(self.tokenizer, texts, limit),
             truncation=True,
             max_length=limit,
             padding=False,

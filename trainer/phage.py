@@ -157,10 +157,11 @@ class PhageEncoder(nn.Module):
         the biases stay zero and frozen) under the same inputs and objective."""
         super().__init__()
         config = encoder.base_model.config
-        if getattr(config, "model_type", None) not in PHAGE_MODEL_TYPES:
+        model_type = getattr(config, "model_type", None)
+        if model_type not in PHAGE_MODEL_TYPES:
             raise ValueError(
-                f"PHAGE graph attention needs a BERT-style encoder ({', '.join(PHAGE_MODEL_TYPES)}); "
-                f"got model_type {getattr(config, 'model_type', None)!r} (the DAG: set "
+                "PHAGE graph attention needs a BERT-style encoder "
+                f"({', '.join(PHAGE_MODEL_TYPES)}); got model_type {model_type!r} (the DAG: set "
                 "params.phage_base_model, e.g. builtin:me5-small)"
             )
         if encoder.encoder_config.pooling != "mean":

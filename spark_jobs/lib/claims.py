@@ -59,21 +59,21 @@ _HEADING_STEMS = re.compile(
     r"claim|权利要求|權利要求|請求|청구|anspr|revendica|reivindica|rivendica|conclusie|krav",
     re.IGNORECASE,
 )
+# A cancellation ("(canceled)", "[deleted]") and the rest of a range "N-M. " after its N
+# ("-20. ", ".-20 ", " to 20. "; group: M), as the cancellation patterns below write them.
+_CANCELLATION = r"[(\[]?\s*(?:canceled|cancelled|deleted)"
+_RANGE_END = r"\s*\.?\s*(?:-|–|to|through)\s*(\d+)\s*\.?\s*"
 # Claims 1 to N cancelled before the first claim ("What is claimed is: 1.-20. (Canceled)").
 _CANCELLED_RANGE = re.compile(
-    r"\s*(?:what\s+is\s+claimed\s+is|we\s+claim|i\s+claim|claims)?\s*:?\s*1\s*\.?\s*"
-    r"(?:-|–|to|through)\s*(\d+)\s*\.?\s*[(\[]?\s*(?:canceled|cancelled|deleted)\s*[)\]]?\s*\.?",
+    r"\s*(?:what\s+is\s+claimed\s+is|we\s+claim|i\s+claim|claims)?\s*:?\s*1"
+    rf"{_RANGE_END}{_CANCELLATION}\s*[)\]]?\s*\.?",
     re.IGNORECASE,
 )
 # The body of a claim that is only its cancellation ("5. (canceled)"): no claim is left.
-_CANCELLED = re.compile(r"[(\[]?\s*(?:canceled|cancelled|deleted)\s*[)\]]?\s*\.?", re.IGNORECASE)
+_CANCELLED = re.compile(rf"{_CANCELLATION}\s*[)\]]?\s*\.?", re.IGNORECASE)
 # Claims N to M cancelled inside the claims ("3-5. (canceled)", "8.-10. (Cancelled)");
 # group 3 starts the cancellation, a claim body that is no claim.
-_CANCELLED_SPAN = re.compile(
-    r"(?<![\d.,])(\d+)\s*\.?\s*(?:-|–|to|through)\s*(\d+)\s*\.?\s*"
-    r"([(\[]?\s*(?:canceled|cancelled|deleted)\b)",
-    re.IGNORECASE,
-)
+_CANCELLED_SPAN = re.compile(rf"(?<![\d.,])(\d+){_RANGE_END}({_CANCELLATION}\b)", re.IGNORECASE)
 # A US claim listing's status label before a claim's text ("(withdrawn)", "(new)",
 # "(currently amended)", "(Withdrawn - Currently Amended)"): no claim text.
 _STATUS_WORDS = (
