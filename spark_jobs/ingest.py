@@ -87,7 +87,6 @@ def run(
             quarantine = quarantine.unionByName(orphans)
         else:
             cites = ingestion.explode_citations(keep)
-            job.count("dropped_null_citation_entries", ingestion.null_citation_entries(keep))
         job.write_quarantine(quarantine)
         job.write(ingestion.resolve_citations(cites, publications), "bronze/citations")
 
@@ -126,7 +125,9 @@ def _count(
     """Counters, and the invariant that every input record (and every canonical citation
     line) is accounted for."""
     total = validated.count()
-    exact = checked.where(F.col("duplicate") == "exact").count()
+    exact, null_citation_entries = ingestion.duplicate_counts(checked)
+    if citation_lines is None:  # the export's citations are arrays in the records
+        job.count("dropped_null_citation_entries", null_citation_entries)
     kept = job.written("bronze/publications")
     quarantine = job.read("quarantine").where(F.col("stage") == "ingest")
     by_reason: dict[str, int] = {}

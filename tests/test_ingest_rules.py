@@ -229,8 +229,14 @@ def test_null_citation_entries_are_dropped_and_counted_not_turned_into_rows(spar
     cites = [None, {"publication_number": "CN-1-A", "type": "SEA", "category": "X"}, None]
     rows = citation_rows(spark, cites)
     assert [(r["cited"], r["citation_index"]) for r in rows] == [("CN-1-A", 1)]
-    parsed = ingestion.parse_google_patents(lines_frame(spark, [gp_record(citation=cites)]))
-    assert ingestion.null_citation_entries(parsed) == 2
+    record = gp_record(citation=cites)
+    other = gp_record("US-2-A1", citation=[None])
+    lines = lines_frame(spark, [record, record, other])  # the record and its exact copy
+    checked = ingestion.split_duplicates(
+        ingestion.with_validation(ingestion.parse_google_patents(lines))
+    )
+    # the copy is counted as a duplicate, its null entries are not counted again
+    assert ingestion.duplicate_counts(checked) == (1, 3)
 
 
 def test_source_code_with_letter_characters_is_not_read_as_letters(spark):
@@ -262,3 +268,21 @@ def test_bronze_rows_are_typed_and_normalized(spark):
     assert str(row["publication_date"]) == "2021-01-01"
     assert [(e["language"], e["truncated"]) for e in row["abstract_localized"]] == [("zh", False)]
     assert json.loads(json.dumps(row["ipc"][0].asDict()))["code"] == "H01M10/05"
+
+
+def test_a_text_is_blank_only_when_it_holds_nothing_but_spaces(spark):
+    """Spark's trim strips spaces only: a tab or an ideographic space is text, as before the
+    blank test stopped trimming every text."""
+    record = gp_record()
+    kept = ["\t", "  x  ", "\u3000", " y"]
+    record["abstract_localized"] = [
+        {"text": text, "language": "en", "truncated": None} for text in ["", "   ", *kept, None]
+    ]
+    parsed = ingestion.with_validation(ingestion.parse_google_patents(lines_frame(spark, [record])))
+    row = ingestion.to_bronze_publications(parsed, "google_patents", "2026-01-01 00:00:00").first()
+    entries = [e.asDict() for e in row["abstract_localized"]]
+    assert [e["text"] for e in entries] == kept
+    assert all(list(e) == ["text", "language", "truncated"] for e in entries)
+    blank = gp_record(abstract="   ", claims=" ")
+    blank["description_localized"][0]["text"] = "      "
+    assert one_reason(spark, blank) == "no_text"

@@ -641,31 +641,50 @@ def is_invalid_date(c: Column) -> Column:
     return ~is_unknown_date(c) & parse_date(c).isNull()
 
 
-def _nonblank_entries(arr: Column) -> Column:
-    return F.filter(F.coalesce(arr, F.array()), lambda e: F.length(F.trim(e.text)) > 0)
+def _has_text(text: Column) -> Column:
+    """True when ``text`` holds a character other than a space (Spark's ``trim`` strips spaces
+    only). The first character decides nearly every text, so a long text is neither copied
+    nor counted as ``length(trim(text)) > 0`` would."""
+    return (text != "") & ((F.substring(text, 1, 1) != " ") | (F.trim(text) != ""))
+
+
+#: the raw language code of a validated entry, kept for the unknown-language reason and
+#: dropped from bronze (``bronze_localized``)
+_RAW_LANGUAGE = "raw_language"
 
 
 def normalize_localized(arr: Column) -> Column:
-    """Keep entries with text; normalize language codes; truncated defaults to false."""
+    """Keep entries with text; normalize language codes (null when unknown, the code as given
+    in ``raw_language``); truncated defaults to false."""
     return F.transform(
-        _nonblank_entries(arr),
+        F.filter(F.coalesce(arr, F.array()), lambda e: _has_text(e.text)),
         lambda e: F.struct(
             e.text.alias("text"),
             normalize_language(e.language).alias("language"),
             F.coalesce(e.truncated, F.lit(False)).alias("truncated"),
+            e.language.alias(_RAW_LANGUAGE),
         ),
     )
 
 
-def first_unknown_language(*arrays: Column) -> Column:
-    """The raw code of the first text entry whose language is unknown (or null if none)."""
+def bronze_localized(arr: Column) -> Column:
+    """A normalized array (``normalize_localized``) in bronze's shape: text, language,
+    truncated."""
+    return F.transform(arr, lambda e: F.struct(e.text, e.language, e.truncated))
+
+
+def first_unknown_language(*normalized: Column) -> Column:
+    """The raw code of the first text entry of the normalized arrays whose language is unknown
+    (``<null>`` when it has none; null when every language is known)."""
     firsts = []
-    for arr in arrays:
-        bad = F.filter(_nonblank_entries(arr), lambda e: normalize_language(e.language).isNull())
+    for arr in normalized:
+        bad = F.filter(arr, lambda e: e.language.isNull())
         firsts.append(
             F.when(
                 F.size(bad) > 0,
-                F.coalesce(F.try_element_at(bad, F.lit(1)).language, F.lit("<null>")),
+                F.coalesce(
+                    F.try_element_at(bad, F.lit(1)).getField(_RAW_LANGUAGE), F.lit("<null>")
+                ),
             )
         )
     return F.coalesce(*firsts)
@@ -675,11 +694,12 @@ def first_unknown_language(*arrays: Column) -> Column:
 
 
 def quarantine_reason(records: DataFrame) -> Column:
-    """The first rule a record breaks, or null for a valid record."""
+    """The first rule a record breaks, or null for a valid record; its text fields are
+    normalized (``normalize_localized``)."""
     unknown_language = first_unknown_language(*[F.col(c) for c in LOCALIZED_FIELDS])
     has_text = F.lit(False)
     for c in VIEW_TEXT_FIELDS:
-        has_text = has_text | (F.size(_nonblank_entries(F.col(c))) > 0)
+        has_text = has_text | (F.size(c) > 0)
     published = parse_date(F.col("publication_date"))
     filed = parse_date(F.col("filing_date"))
     return (
@@ -708,11 +728,17 @@ def quarantine_reason(records: DataFrame) -> Column:
 
 
 def with_validation(records: DataFrame) -> DataFrame:
-    """Add ``reason`` (null = valid) and ``record_hash`` (identity of the parsed content)."""
+    """Add ``record_hash`` (identity of the parsed content) and ``reason`` (null = valid), and
+    normalize the text fields (``normalize_localized``) once, for the rules and for bronze:
+    each text's blank test is read once per record."""
     content = F.to_json(F.struct(*[F.col(c) for c in RECORD_FIELDS]))
-    return records.withColumn("reason", quarantine_reason(records)).withColumn(
-        "record_hash", F.sha2(content, 256)
+    normalized = records.withColumns(
+        {
+            "record_hash": F.sha2(content, 256),
+            **{c: normalize_localized(F.col(c)) for c in LOCALIZED_FIELDS},
+        }
     )
+    return normalized.withColumn("reason", quarantine_reason(normalized))
 
 
 def split_duplicates(valid: DataFrame) -> DataFrame:
@@ -762,7 +788,7 @@ def to_bronze_publications(valid: DataFrame, source_format: str, ingested_at) ->
         parse_date(F.col("publication_date")).alias("publication_date"),
         parse_date(F.col("filing_date")).alias("filing_date"),
         parse_date(F.col("priority_date")).alias("priority_date"),
-        *[normalize_localized(F.col(c)).alias(c) for c in LOCALIZED_FIELDS],
+        *[bronze_localized(F.col(c)).alias(c) for c in LOCALIZED_FIELDS],
         classification("ipc").alias("ipc"),
         classification("cpc").alias("cpc"),
         F.lit(source_format).alias("source_format"),
@@ -885,7 +911,7 @@ def _citation_columns(
 
 def explode_citations(records: DataFrame) -> DataFrame:
     """One row per non-null entry of the records' ``citation`` arrays (unresolved); null
-    entries carry nothing to keep and are counted by ``null_citation_entries``."""
+    entries carry nothing to keep and are counted by ``duplicate_counts``."""
     exploded = records.select(
         F.trim("publication_number").alias("_citing"), F.posexplode("citation").alias("_i", "c")
     ).where(F.col("c").isNotNull())
@@ -903,12 +929,16 @@ def explode_citations(records: DataFrame) -> DataFrame:
     )
 
 
-def null_citation_entries(records: DataFrame) -> int:
-    """How many entries of the records' ``citation`` arrays are null (dropped, counted)."""
-    counted = records.select(
-        F.coalesce(F.sum(F.size(F.filter("citation", lambda c: c.isNull()))), F.lit(0)).alias("n")
-    )
-    return int(counted.first()["n"])
+def duplicate_counts(checked: DataFrame) -> tuple[int, int]:
+    """Of ``split_duplicates`` rows, in one pass: how many are exact duplicates (dropped,
+    counted), and how many entries of the kept records' ``citation`` arrays are null (they
+    carry nothing to keep; dropped, counted)."""
+    kept = F.col("duplicate").isNull()
+    row = checked.agg(
+        F.count_if(F.col("duplicate") == "exact").alias("exact"),
+        F.sum(F.when(kept, F.size(F.filter("citation", lambda c: c.isNull())))).alias("null"),
+    ).first()
+    return int(row["exact"]), int(row["null"] or 0)
 
 
 def canonical_citations(citations: DataFrame) -> DataFrame:
