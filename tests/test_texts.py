@@ -1,7 +1,10 @@
 """Curate's per-record text rules (spark_jobs.lib.texts): cleaning, best entry, claims."""
 
+import random
+
 import pytest
 
+from spark_jobs.lib import texts
 from spark_jobs.lib.texts import clean_text, per_language, ranked_entries
 
 
@@ -82,6 +85,8 @@ def test_japanese_abstract_form_labels_are_dropped(raw, abstract):
             "【技術分野】\n本発明は電池に関する。\n【背景技術】\n従来の電池。",
         ),
         ("[00123] Long documents number in five digits.", "Long documents number in five digits."),
+        # the blanks around a number go with its line break, tabs and ideographic spaces too
+        ("A cup. \t[0001]\t Tea. [0002]  ", "A cup.\nTea."),
         # fewer than four digits is no paragraph number: a reference, a formula, a list
         ("See [1] and [12] and [123]; x[0] = 2.", "See [1] and [12] and [123]; x[0] = 2."),
         ("[0001]", None),  # nothing but numbering: no description
@@ -90,6 +95,17 @@ def test_japanese_abstract_form_labels_are_dropped(raw, abstract):
 def test_description_paragraph_numbers_become_line_breaks(raw, description):
     rows = per_language(None, None, None, [entry(raw, "ja")])
     assert [row["description"] for row in rows] == ([] if description is None else [description])
+
+
+def test_blank_passes_skip_only_texts_they_would_not_change():
+    """Both passes run only when a text holds what they replace: on every mix of blanks,
+    line breaks and letters the guarded pass equals the pattern applied to the whole text."""
+    pieces = [" ", "  ", "\t", "\r", "\f", "\x0b", "\n", "\u00a0", "\u3000", "\u2028", "a", "。"]
+    rng = random.Random(11)
+    for _ in range(20_000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 10)))
+        assert texts._collapse_blanks(text) == texts._BLANKS.sub(" ", text), repr(text)
+        assert texts._collapse_line_breaks(text) == texts._LINE_BREAK.sub("\n", text), repr(text)
 
 
 def test_ranked_entries_complete_then_longest_then_earlier_and_no_blank():
