@@ -175,6 +175,8 @@ def _composing() -> re.Pattern:
 
 def normalize(text: str) -> str:
     """NFKC: full-width digits and punctuation become ASCII (１ -> 1, ～ -> ~)."""
+    if unicodedata.is_normalized("NFKC", text):  # a quick check: a quarter of CJK claims
+        return text
     return unicodedata.normalize("NFKC", text)
 
 
