@@ -74,37 +74,29 @@ _LINE_BREAK = re.compile(r"[ \t\n\x0b\f\r]*\n[ \t\n\x0b\f\r]*")
 # substring, and both patterns above match at every single space or line break, where the
 # replacement changes nothing. Each pass therefore runs only when a text holds what it would
 # change (a test on all of a text, never on a part): nearly every text holds none of it.
-# The tests are spelled out: a generator over a tuple of substrings costs more than they do.
+_CHANGED_BY_BLANKS = ("  ", "\t", "\r", "\f", "\u00a0", "\u3000")
+# without a tab, CR, form or line feed, a text's only blanks are spaces and line breaks, and
+# a line break with a blank beside it is one of the first three
+_CHANGED_BY_LINE_BREAK = ("\n ", " \n", "\n\n", "\t", "\r", "\f", "\x0b")
+
+
+def _holds_any(text: str, substrings: tuple[str, ...]) -> bool:
+    # a loop: ``any`` over a generator costs more than the tests themselves
+    for substring in substrings:  # noqa: SIM110
+        if substring in text:
+            return True
+    return False
 
 
 def _collapse_blanks(text: str) -> str:
     """Each run of blanks within a line (spaces, tabs, no-break and ideographic spaces) as one
     space."""
-    if (
-        "  " in text
-        or "\t" in text
-        or "\r" in text
-        or "\f" in text
-        or "\u00a0" in text
-        or "\u3000" in text
-    ):
-        return _BLANKS.sub(" ", text)
-    return text
+    return _BLANKS.sub(" ", text) if _holds_any(text, _CHANGED_BY_BLANKS) else text
 
 
 def _collapse_line_breaks(text: str) -> str:
     """Each run of ASCII whitespace holding a line break as one line break."""
-    # without a tab, CR, form or line feed, a text's only blanks are spaces and line breaks,
-    # and a line break with a blank beside it is one of the first three
-    if "\n" in text and (
-        "\n " in text
-        or " \n" in text
-        or "\n\n" in text
-        or "\t" in text
-        or "\r" in text
-        or "\f" in text
-        or "\x0b" in text
-    ):
+    if "\n" in text and _holds_any(text, _CHANGED_BY_LINE_BREAK):
         return _LINE_BREAK.sub("\n", text)
     return text
 
