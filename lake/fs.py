@@ -208,25 +208,29 @@ PROBE_PROGRESS_FILES = 50
 
 
 def probe_each(
-    probe: Callable[[str], FileProbe], paths: list[str], threads: int | None = None
+    probe: Callable[[str], FileProbe],
+    paths: list[str],
+    threads: int | None = None,
+    report: Callable[[str], None] | None = None,
 ) -> list[FileProbe]:
     """``probe(path)`` of every path, ``threads`` (default ``PROBE_THREADS``) at a time; the
-    probes in the paths' order."""
+    probes in the paths' order. From PROBE_PROGRESS_FILES files on, ``report`` (default: a
+    line on stderr; a job passes its ``JobRun.info``) hears at every tenth how far they are:
+    the probes of a large export take minutes before the job reads."""
     threads = PROBE_THREADS if threads is None else threads
     if threads < 2 or len(paths) < 2:
-        return _reported(map(probe, paths), len(paths), 1)
+        return _reported(map(probe, paths), len(paths), 1, report)
     with ThreadPoolExecutor(min(threads, len(paths)), thread_name_prefix="probe") as pool:
-        return _reported(pool.map(probe, paths), len(paths), threads)
+        return _reported(pool.map(probe, paths), len(paths), threads, report)
 
 
-def _reported(probes, total: int, threads: int) -> list[FileProbe]:
-    """The probes as a list; from PROBE_PROGRESS_FILES files on, a line on stderr at every
-    tenth of them (the probes of a large export take minutes before the job reads)."""
+def _reported(probes, total: int, threads: int, report) -> list[FileProbe]:
+    report = report or (lambda line: print(line, file=sys.stderr, flush=True))
     done, step = [], max(1, total // 10)
     for probe in probes:
         done.append(probe)
         if total >= PROBE_PROGRESS_FILES and (len(done) % step == 0 or len(done) == total):
-            print(f"probed {len(done):,} of {total:,} files ({threads} at once)", file=sys.stderr)
+            report(f"probed {len(done):,} of {total:,} files ({threads} at once)")
     return done
 
 

@@ -41,11 +41,11 @@ def run(
         if fmt == "google_patents":
             left_out = []
             records = ingestion.read_input(
-                spark, input_path, GOOGLE_PATENTS_FIELDS, left_out, max_record_bytes
+                spark, input_path, GOOGLE_PATENTS_FIELDS, left_out, max_record_bytes, job.info
             )
         else:
             records, canonical_cites, left_out = ingestion.read_canonical(
-                spark, input_path, max_record_bytes
+                spark, input_path, max_record_bytes, job.info
             )
         for probe in left_out:
             job.info(

@@ -82,15 +82,18 @@ def _blank(c: Column) -> Column:
 # --- reading ------------------------------------------------------------------------------
 
 
-def read_lines(spark: SparkSession, files: list[str]) -> tuple[DataFrame, list[fs.FileProbe]]:
+def read_lines(
+    spark: SparkSession, files: list[str], report=None
+) -> tuple[DataFrame, list[fs.FileProbe]]:
     """Non-blank lines of every readable JSON-lines file of ``files`` (plain, or compressed
     with the codec its name picks), and the probes of the files left out (``fs.probe_file``): a
     compressed file that does not decompress to its end (truncated, corrupt), whose bytes are
     not the compression its name announces, Parquet data not named ``*.parquet``, or whose
     byte-order mark declares UTF-16/32. The caller quarantines those (``file_quarantine``); the
-    other files are read as usual."""
+    other files are read as usual. ``report`` hears how far the probes are
+    (``fs.probe_each``)."""
     readable, left_out = _readable_and_left_out(
-        fs.probe_each(lambda name: fs.probe_file(spark, name), files)
+        fs.probe_each(lambda name: fs.probe_file(spark, name), files, report=report)
     )
     if readable:
         lines = spark.read.text(readable).select(
@@ -114,19 +117,28 @@ def is_parquet(name: str) -> bool:
 
 
 def read_input(
-    spark: SparkSession, path: str, fields, left_out: list[fs.FileProbe], max_record_bytes: int
+    spark: SparkSession,
+    path: str,
+    fields,
+    left_out: list[fs.FileProbe],
+    max_record_bytes: int,
+    report=None,
 ) -> DataFrame:
     """The records of every file under ``path`` as ``parse_lines`` rows of ``fields``: JSON-lines
     files are probed and read line by line (``read_lines``: the size limit, UTF-8 check and
     mistyped-field names), files named ``*.parquet`` are probed by reading each whole
     (``read_parquet``); a folder may hold both. The files left out are appended to
-    ``left_out`` for the file quarantine."""
+    ``left_out`` for the file quarantine; ``report`` hears how far the probes are."""
     files = input_files(spark, path)
     parquet = [name for name in files if is_parquet(name)]
     json_lines = [name for name in files if not is_parquet(name)]
-    frames = [read_parquet(spark, parquet, fields, left_out, max_record_bytes)] if parquet else []
+    frames = (
+        [read_parquet(spark, parquet, fields, left_out, max_record_bytes, report)]
+        if parquet
+        else []
+    )
     if json_lines or not frames:  # no file at all: an empty frame of the right shape
-        lines, damaged = read_lines(spark, json_lines)
+        lines, damaged = read_lines(spark, json_lines, report)
         left_out.extend(damaged)
         frames.append(parse_lines(lines, fields, max_record_bytes))
     return reduce(DataFrame.unionByName, frames)
@@ -294,13 +306,15 @@ def read_parquet(
     fields,
     left_out: list[fs.FileProbe],
     max_record_bytes: int = MAX_RECORD_BYTES,
+    report=None,
 ) -> DataFrame:
     """The Parquet files ``names`` as ``parse_lines`` rows of ``fields``: ``raw`` is the record
     as JSON, ``too_large`` a record whose JSON is above ``max_record_bytes`` (quarantined as
     ``record_too_large`` like such a line, ``raw`` cut as there). Each file is probed by
     reading it once in full with its read schema (``parquet_read_schema``) before the job
     reads them together, grouped by that schema; a file that fails (truncated, a corrupt
-    page, a mistyped field) is appended to ``left_out``."""
+    page, a mistyped field) is appended to ``left_out``; ``report`` hears how far the probes
+    are."""
     wanted = input_schema(spark, fields)
     plans: dict[str, tuple[StructType, frozenset]] = {}
 
@@ -311,7 +325,9 @@ def read_parquet(
         ).save()
 
     readable, damaged = _readable_and_left_out(
-        fs.probe_each(lambda name: fs.probe_by_reading(name, lambda: read_whole(name)), names)
+        fs.probe_each(
+            lambda name: fs.probe_by_reading(name, lambda: read_whole(name)), names, report=report
+        )
     )
     left_out.extend(damaged)
     groups: dict[tuple[str, frozenset], tuple[StructType, frozenset, list[str]]] = {}
@@ -546,14 +562,19 @@ def patents_path(path: str, fmt: str) -> str:
 
 
 def read_canonical(
-    spark: SparkSession, path: str, max_record_bytes: int = MAX_RECORD_BYTES
+    spark: SparkSession, path: str, max_record_bytes: int = MAX_RECORD_BYTES, report=None
 ) -> tuple[DataFrame, DataFrame, list[fs.FileProbe]]:
     """Canonical input (``path``/patents, ``path``/citations) in the record shape, the
     citation lines (``parse_lines`` rows), and the probes of the files left out (damaged or
-    foreign, see ``read_lines``)."""
+    foreign, see ``read_lines``); ``report`` hears how far the probes are."""
     left_out: list[fs.FileProbe] = []
     patents = read_input(
-        spark, patents_path(path, "canonical"), CANONICAL_PATENT_FIELDS, left_out, max_record_bytes
+        spark,
+        patents_path(path, "canonical"),
+        CANONICAL_PATENT_FIELDS,
+        left_out,
+        max_record_bytes,
+        report,
     )
 
     def localized(column: str) -> Column:
@@ -610,7 +631,7 @@ def read_canonical(
         "record_bytes",
     )
     citations = read_input(
-        spark, f"{path}/citations", CANONICAL_CITATION_FIELDS, left_out, max_record_bytes
+        spark, f"{path}/citations", CANONICAL_CITATION_FIELDS, left_out, max_record_bytes, report
     )
     return records, citations, left_out
 

@@ -180,3 +180,6 @@ def test_files_are_probed_several_at_once_and_reported_in_their_order(capsys):
     assert len(fs.probe_each(lambda p: fs.FileProbe(p), many, threads=3)) == 60
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 10 and lines[-1] == "probed 60 of 60 files (3 at once)"
+    heard = []  # a job hears them instead (ingest passes its JobRun.info: "[ingest] probed ...")
+    fs.probe_each(lambda p: fs.FileProbe(p), many, threads=3, report=heard.append)
+    assert heard == lines and capsys.readouterr().err == ""
