@@ -75,8 +75,8 @@ _LINE_BREAK = re.compile(r"[ \t\n\x0b\f\r]*\n[ \t\n\x0b\f\r]*")
 # replacement changes nothing. Each pass therefore runs only when a text holds what it would
 # change (a test on all of a text, never on a part): nearly every text holds none of it.
 _CHANGED_BY_BLANKS = ("  ", "\t", "\r", "\f", "\u00a0", "\u3000")
-# without a tab, CR, form or line feed, a text's only blanks are spaces and line breaks, and
-# a line break with a blank beside it is one of the first three
+# without a tab, carriage return, form feed or vertical tab, a text's only blanks are spaces and
+# line breaks, and a line break with a blank beside it is one of the first three
 _CHANGED_BY_LINE_BREAK = ("\n ", " \n", "\n\n", "\t", "\r", "\f", "\x0b")
 
 
