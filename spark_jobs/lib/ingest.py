@@ -75,8 +75,16 @@ FILE_REASONS = ("unreadable_file", "unsupported_encoding")
 CITATION_REASONS = ("citation_of_unknown_patent", "unparseable_citation")
 
 
+def _has_text(text: Column) -> Column:
+    """True when ``text`` holds a character other than a space (Spark's ``trim`` strips spaces
+    only). The first character decides nearly every text, so a long text is neither copied
+    nor counted as ``length(trim(text)) > 0`` would."""
+    return (text != "") & ((F.substring(text, 1, 1) != " ") | (F.trim(text) != ""))
+
+
 def _blank(c: Column) -> Column:
-    return c.isNull() | (F.trim(c) == "")
+    """True for null or nothing but spaces (``_has_text``'s test: a long text is not copied)."""
+    return c.isNull() | ~_has_text(c)
 
 
 # --- reading ------------------------------------------------------------------------------
@@ -101,7 +109,7 @@ def read_lines(
         )
     else:
         lines = spark.createDataFrame([], "value string, source_file string")
-    return lines.where(F.trim("value") != ""), left_out
+    return lines.where(_has_text(F.col("value"))), left_out
 
 
 def input_files(spark: SparkSession, path: str) -> list[str]:
@@ -660,13 +668,6 @@ def parse_date(c: Column) -> Column:
 def is_invalid_date(c: Column) -> Column:
     """True when a date is given but is not a real calendar date (20251341, 20230230, ...)."""
     return ~is_unknown_date(c) & parse_date(c).isNull()
-
-
-def _has_text(text: Column) -> Column:
-    """True when ``text`` holds a character other than a space (Spark's ``trim`` strips spaces
-    only). The first character decides nearly every text, so a long text is neither copied
-    nor counted as ``length(trim(text)) > 0`` would."""
-    return (text != "") & ((F.substring(text, 1, 1) != " ") | (F.trim(text) != ""))
 
 
 #: the raw language code of a validated entry, kept for the unknown-language reason and
