@@ -308,6 +308,34 @@ def test_a_cancelled_range_inside_the_claims_and_status_labels():
 
 
 @pytest.mark.parametrize(
+    ("text", "lang"),
+    [
+        (
+            "【請求項１】\nカップ。\n【請求項２】\n（削除）\n【請求項３】\n請求項１に記載のカップ。",
+            "ja",
+        ),
+        ("1. 一种杯子。\n2.（删除）\n3. 根据权利要求1所述的杯子。", "zh"),
+        ("1. 一種杯子。\n2. （刪除）。\n3. 如申請專利範圍第1項所述之杯子。", "zh"),
+        ("청구항 1\n컵.\n청구항 2\n삭제\n청구항 3\n제1항에 있어서, 컵.", "ko"),
+    ],
+    ids=["ja", "zh-hans", "zh-hant", "ko"],
+)
+def test_a_claim_deleted_in_its_own_language_is_no_claim(text, lang):
+    """Japanese, Chinese and Korean publications mark a deleted claim "（削除）", "（删除）",
+    "（刪除）", "삭제" where English ones write "(canceled)": it was kept as an independent
+    claim whose text was the label."""
+    claims = split_claims(text, lang)
+    assert [(c.number, c.depends_on) for c in claims] == [(1, ()), (3, (1,))]
+    assert not any("除" in c.text or "삭제" in c.text for c in claims)
+    # a range deleted inside the claims, as "3-5. (canceled)" is in English
+    ranged = split_claims("1. 一种杯子。\n2-3.（删除）\n4. 根据权利要求1所述的杯子。", "zh")
+    assert [(c.number, c.depends_on) for c in ranged] == [(1, ()), (4, (1,))]
+    # the word inside a claim's text deletes nothing
+    kept = split_claims("1. 一种方法。\n2. 根据权利要求1所述的方法，删除文件。", "zh")
+    assert [c.number for c in kept] == [1, 2]
+
+
+@pytest.mark.parametrize(
     "text",
     [
         # a number in unnumbered claims opened "claim 1" there: the text before it was lost

@@ -61,9 +61,11 @@ _HEADING_STEMS = re.compile(
     r"claim|权利要求|權利要求|請求|청구|anspr|revendica|reivindica|rivendica|conclusie|krav",
     re.IGNORECASE,
 )
-# A cancellation ("(canceled)", "[deleted]") and the rest of a range "N-M. " after its N
-# ("-20. ", ".-20 ", " to 20. "; group: M), as the cancellation patterns below write them.
-_CANCELLATION = r"[(\[]?\s*(?:canceled|cancelled|deleted)"
+# A cancellation ("(canceled)", "[deleted]"; "（削除）" in Japanese, "（删除）" / "（刪除）" in
+# Chinese, "삭제" in Korean) and the rest of a range "N-M. " after its N ("-20. ", ".-20 ",
+# " to 20. "; group: M), as the cancellation patterns below write them.
+_DELETED_WORDS = ("削除", "删除", "刪除", "삭제")
+_CANCELLATION = rf"[(\[]?\s*(?:canceled|cancelled|deleted|{'|'.join(_DELETED_WORDS)})"
 _RANGE_END = r"\s*\.?\s*(?:-|–|to|through)\s*(\d+)\s*\.?\s*"
 # Claims 1 to N cancelled before the first claim ("What is claimed is: 1.-20. (Canceled)").
 _CANCELLED_RANGE = re.compile(
@@ -72,7 +74,7 @@ _CANCELLED_RANGE = re.compile(
     re.IGNORECASE,
 )
 # The body of a claim that is only its cancellation ("5. (canceled)"): no claim is left.
-_CANCELLED = re.compile(rf"{_CANCELLATION}\s*[)\]]?\s*\.?", re.IGNORECASE)
+_CANCELLED = re.compile(rf"{_CANCELLATION}\s*[)\]]?\s*[.。]?", re.IGNORECASE)
 # Claims N to M cancelled inside the claims ("3-5. (canceled)", "8.-10. (Cancelled)");
 # group 3 starts the cancellation, a claim body that is no claim.
 _CANCELLED_SPAN = re.compile(rf"(?<![\d.,])(\d+){_RANGE_END}({_CANCELLATION}\b)", re.IGNORECASE)
@@ -224,7 +226,7 @@ def _opens_claims(text: str, pos: int, marker: int) -> bool:
 def _may_cancel(text: str) -> bool:
     """True when ``text`` may cancel claims inside the claims (a cheap test first)."""
     lower = text.lower()
-    return "cancel" in lower or "delete" in lower
+    return "cancel" in lower or "delete" in lower or any(w in text for w in _DELETED_WORDS)
 
 
 def _numbered_spans(text: str) -> list[tuple[int, int, int]]:
