@@ -63,6 +63,8 @@ def test_japanese_claims_with_full_width_markers_and_ranges():
         "【請求項５】\n請求項２乃至４のいずれか一項に記載のカップ。"
         # the wave dash (U+301C), as JIS texts write "to": NFKC leaves it, it was no range
         "【請求項６】\n請求項１〜３のいずれか一項に記載のカップ。"
+        # ないし is 乃至 written in kana: "claims 1 to 3", not "claim 1 or 3"
+        "【請求項７】\n請求項１ないし３のいずれか一項に記載のカップ。"
     )
     assert deps(text, "ja") == [
         (1, ()),
@@ -71,6 +73,7 @@ def test_japanese_claims_with_full_width_markers_and_ranges():
         (4, (1, 2, 3)),
         (5, (2, 3, 4)),
         (6, (1, 2, 3)),
+        (7, (1, 2, 3)),
     ]
     assert split_claims(text, "ja")[0].text == "カップ本体を備えるカップ。"
 

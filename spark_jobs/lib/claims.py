@@ -113,10 +113,11 @@ _PREVIOUS_STEMS = re.compile(
     r"|vorh|voran|vorst|précéd|antérieur|anterior|precedent"
 )
 # NFKC leaves the wave dash of Japanese texts (〜, U+301C; "請求項１〜３") and the dashes
-# other than the hyphen-minus as they are
-_RANGE = r"to|through|until|-|–|—|―|‐|‑|−|~|〜|至|到|乃至|から|bis|à|a|al|내지"
+# other than the hyphen-minus as they are. ないし is 乃至 written in kana ("請求項1ないし3":
+# claims 1 to 3).
+_RANGE = r"to|through|until|-|–|—|―|‐|‑|−|~|〜|至|到|乃至|ないし|から|bis|à|a|al|내지"
 _LIST = (
-    r"or|and|and/or|,|、|，|或|和|及|以及|又は|または|若しくは|もしくは|及び|および|ないし"
+    r"or|and|and/or|,|、|，|或|和|及|以及|又は|または|若しくは|もしくは|及び|および"
     r"|oder|und|ou|et|o|y|e|또는|및"
 )
 _NUMBER = re.compile(r"(\d+)(?:\s*[항項项])?")
@@ -125,7 +126,7 @@ _NUMBER = re.compile(r"(\d+)(?:\s*[항項项])?")
 # come before "or" / "and" ("claim 1, 2, or 3"), not before a one-letter word ("claim 1, a 3
 # mm lid").
 _CONNECTOR = re.compile(
-    rf"\s*(?:,\s*(?=(?:and/or|and|or)\s))?({_RANGE}|{_LIST})\s*(?:{_CLAIM_WORDS})?\s*"
+    rf"\s*(?:,\s*(?=(?:and/or|and|or)\s))?(?:({_RANGE})|{_LIST})\s*(?:{_CLAIM_WORDS})?\s*"
     r"(?:제|第)?\s*(?=\d)",
     re.IGNORECASE,
 )
@@ -328,7 +329,7 @@ def _references(text: str, own_number: int) -> list[tuple[str, tuple[int, ...]]]
                 break
             nxt = _NUMBER.match(text, conn.end())
             value = int(nxt.group(1))
-            if re.fullmatch(_RANGE, conn.group(1), re.IGNORECASE) and value >= numbers[-1]:
+            if conn.group(1) and value >= numbers[-1]:  # a range word, not a list word
                 numbers.extend(range(numbers[-1] + 1, value + 1))
             else:
                 numbers.append(value)
