@@ -25,7 +25,9 @@ def _lines(prefix: str, n: int) -> list[str]:
 
 def _bad_input(folder):
     """good.jsonl.gz (40 records), truncated.jsonl.gz (cut in the middle of its stream),
-    utf16.jsonl (UTF-16-LE with its BOM), mixed.jsonl (3 good lines, 1 with invalid UTF-8)."""
+    utf16.jsonl (UTF-16-LE with its BOM), mixed.jsonl (3 good lines, 1 with invalid UTF-8),
+    bom.jsonl (2 records after a UTF-8 byte-order mark, as Windows tools write it: read, its
+    first record not called unparseable)."""
     folder.mkdir()
     (folder / "good.jsonl.gz").write_bytes(gzip.compress("\n".join(_lines("1", 40)).encode()))
     # incompressible-enough content so the cut falls in the deflate stream, not the header
@@ -36,6 +38,7 @@ def _bad_input(folder):
     bad = json.dumps(gp_record(number="US-49-A1", family="49", abstract="caf@")).encode()
     mixed.append(bad.replace(b"caf@", b"caf\xe9 \xff"))  # Latin-1 e-acute and a stray 0xff
     (folder / "mixed.jsonl").write_bytes(b"\n".join(mixed))
+    (folder / "bom.jsonl").write_bytes("\n".join(_lines("6", 2)).encode("utf-8-sig"))
 
 
 def _codec_input(spark, folder):
@@ -107,9 +110,12 @@ def test_damaged_and_foreign_files_are_quarantined_and_the_rest_ingested(spark, 
     metrics = ingest.run(spark, lake, str(source), "google_patents")
 
     kept = DeltaTable(f"{lake}/bronze/publications").to_pandas()
-    # good.jsonl.gz whole, mixed.jsonl's valid lines; nothing of the two left-out files
+    # good.jsonl.gz and bom.jsonl whole, mixed.jsonl's valid lines; nothing of the two
+    # left-out files
     assert sorted(kept.publication_number) == sorted(
-        [f"US-1{i}-A1" for i in range(40)] + [f"US-4{i}-A1" for i in range(3)]
+        [f"US-1{i}-A1" for i in range(40)]
+        + [f"US-4{i}-A1" for i in range(3)]
+        + [f"US-6{i}-A1" for i in range(2)]
     )
     quarantine = DeltaTable(f"{lake}/quarantine").to_pandas()
     by_reason = {r: q for r, q in quarantine.groupby("reason")}
@@ -130,7 +136,7 @@ def test_damaged_and_foreign_files_are_quarantined_and_the_rest_ingested(spark, 
     assert metrics["files_left_out"] == 2
     assert metrics["quarantined_unreadable_file"] == 1
     assert metrics["quarantined_invalid_utf8"] == 1
-    assert metrics["records_total"] == 44  # lines of the files read; the invariant held
+    assert metrics["records_total"] == 46  # lines of the files read; the invariant held
 
 
 def test_only_damaged_files_fail_the_ingest_and_name_them(spark, tmp_path):
