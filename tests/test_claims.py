@@ -225,8 +225,30 @@ def test_a_reference_is_reported_once_as_written():
                 (3, (2,), "The cup of claim 2."),
             ],
         ),
+        # one item per line: the line break ends no item that ends in ";"
+        (
+            "1.一种方法，其特征在于，包括以下步骤：\n1）获取数据；\n2）处理数据；\n3）输出结果。\n"
+            "2.根据权利要求1所述的方法，其中所述数据为图像。\n3.根据权利要求2所述的方法。",
+            [
+                (
+                    1,
+                    (),
+                    "一种方法，其特征在于，包括以下步骤： 1）获取数据； 2）处理数据； 3）输出结果。",
+                ),
+                (2, (1,), "根据权利要求1所述的方法，其中所述数据为图像。"),
+                (3, (2,), "根据权利要求2所述的方法。"),
+            ],
+        ),
+        (
+            "1. A method comprising:\n1) heating;\n2) cooling, and\n3) drying.\n"
+            "2. The method of claim 1.",
+            [
+                (1, (), "A method comprising: 1) heating; 2) cooling, and 3) drying."),
+                (2, (1,), "The method of claim 1."),
+            ],
+        ),
     ],
-    ids=["zh-steps", "en-items", "list-in-claim-2"],
+    ids=["zh-steps", "en-items", "list-in-claim-2", "zh-item-lines", "en-item-lines"],
 )
 def test_a_list_numbered_inside_a_claim_is_not_taken_for_claims(text, expected):
     # the list's markers were read as the next claims: the first independent claim (FIC)

@@ -212,6 +212,14 @@ def _after_sentence_end(text: str, pos: int) -> bool:
     return not before or before[-1] in ".。\n"
 
 
+def _ends_item(text: str, at: int) -> bool:
+    """True when a sentence ends before ``at``, or a line that does not end a list's item
+    (";", ",", ":"): in a list with one item per line ("步骤：\n1)获取数据；\n2)处理数据；")
+    the line break alone does not end the list."""
+    before = text[max(0, at - 64) : at].rstrip()
+    return not (before and before[-1] in ";；,，:：") and _after_sentence_end(text, at)
+
+
 def _opens_claims(text: str, pos: int, marker: int) -> bool:
     """True when ``text[pos:marker]``, before claim 1's marker, is no claim text."""
     before = text[pos:marker].rstrip(" \t\r\f\v")
@@ -281,7 +289,7 @@ def _numbered_spans(text: str) -> list[tuple[int, int, int]]:
             continue  # "at 1: heat", "size 1\n", "as in FIG. 2."
         if not segments and number == first and not _opens_claims(text, pos, start):
             continue  # "a length of 1. The cup is blue.": claim text, no marker
-        if number == expected and (number != inner_next or _after_sentence_end(text, at)):
+        if number == expected and (number != inner_next or _ends_item(text, at)):
             segments.append((number, start, m.end()))
             inner_next = 0
         elif number == 1 and segments:
