@@ -571,3 +571,43 @@ def test_the_encoder_and_phage_tokenize_a_prefix_of_a_long_text():
     ids, owners = tokenize_claims(encoder.tokenizer, claims, 64)
     assert ids == encoder.tokenizer(whole, truncation=True, max_length=64)["input_ids"]
     assert owners[1:-1] == [0] * 62  # every kept token belongs to the first claim
+
+
+def test_qwen3_embedding_pools_its_end_of_text_token(tmp_path):
+    """Qwen3-Embedding's tokenizer ends every text with <|endoftext|>, its pad token; its eos
+    is <|im_end|>, which ends chat turns. The encoder took only the eos for a text's end and
+    appended <|im_end|> after <|endoftext|>, so every embedding (training, evaluation, the
+    base model's baseline) pooled a token the model was not trained to pool."""
+    import shutil
+
+    from tokenizers.processors import TemplateProcessing
+    from transformers import AutoTokenizer
+
+    from trainer.encoder import END_OF_TEXT, Encoder
+
+    folder = tmp_path / "qwen3"
+    shutil.copytree(resolve("builtin:qwen3-tiny"), folder)
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    tokenizer.add_special_tokens({"eos_token": "<|im_end|>"})  # as the real tokenizer_config.json
+    tokenizer.save_pretrained(folder)
+    end = tokenizer.convert_tokens_to_ids(END_OF_TEXT)
+    assert tokenizer.pad_token_id == end != tokenizer.eos_token_id
+
+    def last_tokens(encoder):
+        batch = encoder.tokenize(["a cup", "a rotor blade with a cooling channel"])
+        rows = zip(batch["input_ids"], batch["attention_mask"], strict=True)
+        return [ids[mask.bool()].tolist()[-2:] for ids, mask in rows]
+
+    encoder = Encoder.from_pretrained(str(folder))
+    assert encoder.encoder_config.pooling == "last"
+    last = last_tokens(encoder)
+    assert [row[-1] for row in last] == [end, end]
+    assert all(row[0] != end and tokenizer.eos_token_id not in row for row in last)
+    # a tokenizer that appends nothing (Qwen3-Embedding's first upload): the encoder appends
+    # <|endoftext|>, as Qwen's reference code does, not the eos
+    tokenizer.backend_tokenizer.post_processor = TemplateProcessing(single="$A", pair="$A $B")
+    tokenizer.save_pretrained(folder)
+    assert AutoTokenizer.from_pretrained(folder)("a cup")["input_ids"][-1] != end
+    last = last_tokens(Encoder.from_pretrained(str(folder)))
+    assert [row[-1] for row in last] == [end, end]
+    assert all(row[0] != end and tokenizer.eos_token_id not in row for row in last)

@@ -34,6 +34,8 @@ from torch.nn import functional
 
 from trainer import devices
 
+# Qwen's end-of-document token: Qwen3-Embedding pools the state of this last token.
+END_OF_TEXT = "<|endoftext|>"
 # Language-specific patent-retrieval instructions (queries only). Unknown languages use "en".
 INSTRUCTIONS = {
     "en": "Given a patent, retrieve prior-art patents that are X-category references against it",
@@ -303,7 +305,7 @@ class Encoder(nn.Module):
         if tokenizer.pad_token is None:
             tokenizer.pad_token = tokenizer.eos_token
         self.limit_length(config.max_length)
-        self._append_eos = config.pooling == "last" and not self._tokenizer_appends_eos()
+        self._end_id = self._end_to_append() if config.pooling == "last" else None
 
     def limit_length(self, max_length: int) -> int:
         """Set the token limit of every text to ``max_length``, at most the model's absolute
@@ -323,9 +325,18 @@ class Encoder(nn.Module):
     def dim(self) -> int:
         return int(self.base_model.config.hidden_size)
 
-    def _tokenizer_appends_eos(self) -> bool:
-        eos = self.tokenizer.eos_token_id
-        return eos is not None and self.tokenizer("a")["input_ids"][-1] == eos
+    def _end_to_append(self) -> int | None:
+        """The id of the token last-token pooling reads, where the tokenizer does not end every
+        text with it itself (None where it does). Qwen3-Embedding's tokenizer ends a text with
+        its pad token <|endoftext|>, the token the model pools; its eos <|im_end|> ends chat
+        turns. A tokenizer that appends neither gets <|endoftext|> where the vocabulary has it
+        (as Qwen's reference code appends), else its eos."""
+        tokenizer = self.tokenizer
+        ends = {tokenizer.eos_token_id, tokenizer.pad_token_id} - {None}
+        if tokenizer("a")["input_ids"][-1] in ends:
+            return None
+        vocabulary = tokenizer.get_vocab()
+        return vocabulary.get(END_OF_TEXT, tokenizer.eos_token_id)
 
     # -- model loading -------------------------------------------------------------------
     @classmethod
@@ -387,8 +398,8 @@ class Encoder(nn.Module):
 
     # -- encoding --------------------------------------------------------------------------
     def tokenize(self, texts: list[str]) -> dict[str, torch.Tensor]:
-        eos = self.tokenizer.eos_token if self._append_eos else ""
-        limit = self.encoder_config.max_length - (1 if self._append_eos else 0)
+        end = self._end_id
+        limit = self.encoder_config.max_length - (end is not None)
         batch = self.tokenizer(
             token_prefixes(self.tokenizer, texts, limit),
             truncation=True,
@@ -396,8 +407,8 @@ class Encoder(nn.Module):
             padding=False,
             add_special_tokens=True,
         )
-        if eos:
-            batch["input_ids"] = [[*ids, self.tokenizer.eos_token_id] for ids in batch["input_ids"]]
+        if end is not None:
+            batch["input_ids"] = [[*ids, end] for ids in batch["input_ids"]]
             batch["attention_mask"] = [[*m, 1] for m in batch["attention_mask"]]
         padded = self.tokenizer.pad(batch, return_tensors="pt")
         return {"input_ids": padded["input_ids"], "attention_mask": padded["attention_mask"]}
