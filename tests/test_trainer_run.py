@@ -141,6 +141,11 @@ def test_resume_continues_the_step_count(shard, tmp_path):
     identity.write_text(json.dumps({**recorded, "batching": None}))  # before the key existed
     with pytest.raises(ValueError, match=r"belongs to another run \(batching was None, now "):
         train.main([*common, "--max_steps", "20", "--resume", "true"])
+    # nor one that held validation out of the shards by another rule: it trained on others
+    assert recorded["holdout"]  # no validation folder: held out of the training shards
+    identity.write_text(json.dumps({**recorded, "holdout": None}))
+    with pytest.raises(ValueError, match=r"belongs to another run \(holdout was None, now "):
+        train.main([*common, "--max_steps", "20", "--resume", "true"])
     identity.write_text(json.dumps(recorded))
     # other shards into the same folder: the run went on from step 15 on other data, with
     # the first data's best validation loss and the second's hash in the registry

@@ -348,15 +348,65 @@ def test_only_the_validation_families_leave_training(tmp_path):
     --validation_size (so that it fills); the bucket's other families left training too,
     unused: here 150 of the 300 examples were gone for 32 validation examples."""
     from tests.sample_shards import write_sample_stage1_shards
-    from trainer.data import BatchStream, home_family, read_examples, validation_examples
+    from trainer.data import BatchStream, read_examples, validation_examples
 
     write_sample_stage1_shards(tmp_path, n_patents=300, seed=5)
     everything = list(read_examples(str(tmp_path)))
     validation, held = validation_examples(str(tmp_path), None, 32, 13, None)
-    assert len(validation) == 32 and held == {home_family(e) for e in validation}
-    kept = [e for e in everything if home_family(e) not in held]
+    assert len(validation) == 32 and held == {f for e in validation for f in e.families}
+    kept = [e for e in everything if e.families.isdisjoint(held)]
     training = BatchStream(str(tmp_path), 1, 13, exclude_families=held)  # one example a batch
     assert training.count_batches() == len(kept) >= len(everything) - 32 * 5  # 5: largest family
+
+
+def test_stage2_validation_holds_out_whole_query_and_positive_families(tmp_path):
+    """Without --validation_data, Stage II examples were held out by their smallest family,
+    often a negative's: the same query with its other X positive stayed in training (all 40
+    validation queries here), so the best checkpoint was chosen on queries it trained on."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from trainer.data import BatchStream, read_examples, validation_examples
+
+    rows = []
+    for q in range(300):
+        for k in range(2):  # two X positives; the second is the next query's own family
+            positive = f"q{(q + 1) % 300:03d}" if k else f"p{q:03d}"
+            negatives = [f"n{(q * 7 + k * 3 + j) % 97:03d}" for j in range(8)]
+            rows.append(
+                {
+                    "family_id": f"q{q:03d}",
+                    "positive_family_id": positive,
+                    "query_text": f"query {q}",
+                    "query_lang": "en",
+                    "positive_text": f"positive {positive}",
+                    "negative_texts": [f"negative {n}" for n in negatives],
+                    "families": [f"q{q:03d}", positive, *negatives],
+                }
+            )
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "shard-00000.parquet")
+    manifest = {
+        "dataset": "stage2",
+        "format": "parquet",
+        "rows": len(rows),
+        "shards": [{"file": "shard-00000.parquet", "rows": len(rows)}],
+        "leakage_audit": {"status": "passed", "rows_checked": len(rows)},
+    }
+    (tmp_path / "_manifest.json").write_text(json.dumps(manifest))
+
+    validation, held = validation_examples(str(tmp_path), None, 40, 13, None)
+    assert len(validation) == 40
+    assert held == {f for e in validation for f in e.own_families}
+    assert all(f[0] in "qp" for f in held)  # no negative's family
+    training = [
+        e for batch in BatchStream(str(tmp_path), 1, 13, exclude_families=held) for e in batch
+    ]
+    assert {e.query for e in training}.isdisjoint({e.query for e in validation})
+    assert all(e.own_families.isdisjoint(held) for e in training)
+    assert not {e.positive for e in training} & {e.positive for e in validation}
+    # only those left: every example of other query and positive families trains
+    everything = list(read_examples(str(tmp_path)))
+    assert len(training) == sum(e.own_families.isdisjoint(held) for e in everything) > 400
 
 
 def _st_folder(

@@ -218,13 +218,23 @@ def family_disjoint_batches(
         yield batch
 
 
-def home_family(example: Example) -> str:
-    """The family an example is held out with: its first family (sorted)."""
-    return min(example.families)
+# The rule validation_examples holds out by, in a resumed run's identity (trainer.train)
+# where no validation folder is given: another rule trained on other examples.
+HOLDOUT = "query and positive families of the validation leave training (2026-12-07)"
 
 
-def holdout_bucket(family: str, n_buckets: int, seed: int) -> bool:
-    """True when ``family`` (an example's :func:`home_family`) falls into validation bucket 0."""
+def home_families(example: Example) -> frozenset[str]:
+    """The families an example is held out by: its query's and its positive's (every family
+    it names where the shard does not say which those are). Not its negatives': a Stage II
+    example held out by a negative's family left the same query with its other X positive
+    in training."""
+    return example.own_families or example.families
+
+
+def holdout_bucket(example: Example, n_buckets: int, seed: int) -> bool:
+    """True when ``example`` falls into validation bucket 0 (by the first of its
+    :func:`home_families`)."""
+    family = min(home_families(example))
     return zlib.crc32(f"{seed}:{family}".encode()) % n_buckets == 0
 
 
@@ -250,7 +260,7 @@ class BatchStream(IterableDataset):
         self.seed = seed
         self.buffer_size = buffer_size
         self.max_chars = max_chars
-        self.exclude_families = exclude_families  # the held-out validation families
+        self.exclude_families = exclude_families  # the validation's home families
         self.epoch = 0
 
     def set_epoch(self, epoch: int) -> None:
@@ -259,7 +269,8 @@ class BatchStream(IterableDataset):
     def _examples(self, families_only: bool = False) -> Iterator[Example]:
         stream = self.reader(self.folder, self.max_chars, self.seed + self.epoch, families_only)
         if self.exclude_families:
-            stream = (e for e in stream if home_family(e) not in self.exclude_families)
+            held = self.exclude_families
+            stream = (e for e in stream if held.isdisjoint(home_families(e)))
         return self.order(stream)
 
     def order(self, examples: Iterator) -> Iterator:
@@ -327,11 +338,12 @@ def validation_examples(
     """(validation examples, the families to exclude from training or None).
 
     With a validation folder, its first ``size`` examples. Otherwise whole families of the
-    training data are held out: validation takes one example of each family whose hash falls
-    in bucket 0 of n, up to ``size``, and every example of those families (by
-    :func:`home_family`) leaves training. Only those: the bucket's other families (it is sized
-    to ~1.5x ``size`` so that it fills) stay in training; excluding the whole bucket, as
-    before, cost a small corpus up to half its examples.
+    training data are held out: validation takes one example of each family set whose hash
+    falls in bucket 0 of n, up to ``size``, and every example whose query or positive family
+    (:func:`home_families`) is a validation example's query or positive family leaves
+    training. Only those: the bucket's other families (it is sized to ~1.5x ``size`` so that
+    it fills) stay in training; excluding the whole bucket, as before, cost a small corpus up
+    to half its examples.
     """
     if size <= 0:
         return [], None
@@ -354,9 +366,7 @@ def validation_examples(
                 yield example
 
     held = one_per_family(
-        e
-        for e in reader(train_folder, max_chars)
-        if holdout_bucket(home_family(e), n_buckets, seed)
+        e for e in reader(train_folder, max_chars) if holdout_bucket(e, n_buckets, seed)
     )
     validation = list(islice(held, size))
-    return validation, frozenset(home_family(e) for e in validation)
+    return validation, frozenset().union(*map(home_families, validation))

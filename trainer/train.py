@@ -30,7 +30,7 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from lake.cli import finish, run_job
 from schemas import defaults
 from trainer.arguments import parse
-from trainer.data import BATCHING, BatchStream, read_manifest, validation_examples
+from trainer.data import BATCHING, HOLDOUT, BatchStream, read_manifest, validation_examples
 from trainer.encoder import Encoder, EncoderConfig
 from trainer.loss import InfoNCELoss, MatryoshkaLoss
 from trainer.models import resolve
@@ -254,6 +254,7 @@ def _run_identity(model_args, data_args, args, manifest: dict) -> dict:
         "buffer_size": data_args.buffer_size,
         "max_chars": data_args.max_chars,
         "batching": BATCHING,
+        "holdout": None if validation or data_args.validation_size <= 0 else HOLDOUT,
     }
 
 
