@@ -210,6 +210,11 @@ def search_depth(cutoffs: list[int]) -> int:
     return max(*cutoffs, 10)
 
 
+def banned_ids(query: dict, members: dict) -> set[str]:
+    """The ids a query may not retrieve: the query patent and its family's members."""
+    return set(members.get(query["family_id"], [])) | {query["publication_number"]}
+
+
 def exclude_family(
     results: list[tuple[str, float]], banned: set[str], depth: int
 ) -> list[tuple[str, float]]:
@@ -251,8 +256,9 @@ def evaluate_results(
         for q, found in zip(queries, lists, strict=True):
             qid = f"{q['publication_number']}|{q['view']}"
             if qid in effective:
-                banned = set(members.get(q["family_id"], [])) | {q["publication_number"]}
-                runs[(q["lang"], q["view"])][qid] = exclude_family(found, banned, depth)
+                runs[(q["lang"], q["view"])][qid] = exclude_family(
+                    found, banned_ids(q, members), depth
+                )
         rows, inscope_rows = [], []
         for (lang, view), run in sorted(runs.items()):
             metrics.write_run(str(out_dir / f"{lang}_{view}_{dim}.trec"), run, tag)
@@ -596,7 +602,8 @@ def evaluate_model(
         if kind == "bm25":
             results = bm25
         elif kind == "hybrid":
-            results = {dim: fuse(bm25[0], lists, depth) for dim, lists in results.items()}
+            banned = [banned_ids(q, members) for q in queries]
+            results = {dim: fuse(bm25[0], lists, depth, banned) for dim, lists in results.items()}
         used_dims = sorted(results)
         per_query, aggregated = [], []
         if wanted & {"retrieval", "inscope"}:
@@ -673,12 +680,18 @@ def model_kind(model: str) -> tuple[str, str | None]:
 
 
 def fuse(
-    bm25: list[list[tuple[str, float]]], dense: list[list[tuple[str, float]]], depth: int
+    bm25: list[list[tuple[str, float]]],
+    dense: list[list[tuple[str, float]]],
+    depth: int,
+    banned: list[set[str]],
 ) -> list[list[tuple[str, float]]]:
-    """Per query, the reciprocal rank fusion (k = 60) of the BM25 and the dense list."""
+    """Per query, the reciprocal rank fusion (k = 60) of the BM25 and the dense list, each
+    without the query's ``banned`` ids: the query patent and its family are no candidates,
+    so they hold no rank that would shift the others' fused scores."""
     fused = []
-    for i, (a, b) in enumerate(zip(bm25, dense, strict=True)):
-        fused.append(tasks.rrf([{i: a}, {i: b}], depth=depth).get(i, []))
+    for i, (a, b, out) in enumerate(zip(bm25, dense, banned, strict=True)):
+        lists = [{i: [r for r in found if r[0] not in out]} for found in (a, b)]
+        fused.append(tasks.rrf(lists, depth=depth).get(i, []))
     return fused
 
 

@@ -94,6 +94,21 @@ def mixed_inputs(eval_runs: pd.DataFrame, runs: list[str]) -> str | None:
     return None
 
 
+def distinct_names(metrics: pd.DataFrame, runs: list) -> pd.DataFrame:
+    """``metrics`` with a name that two of ``runs`` share made unique by its run id
+    ("xembed (xembed-20261205)"): the tables label rows by name, and two runs of one name
+    (one --name evaluated twice) were one row holding their mean."""
+    chosen = metrics[metrics.run_id.isin(runs)][["run_id", "name"]].drop_duplicates()
+    shared = chosen[chosen.name.duplicated(keep=False)]
+    if shared.empty:
+        return metrics
+    label = {r.run_id: f"{r.name} ({r.run_id})" for r in shared.itertuples()}
+    relabelled = metrics.run_id.isin(label)
+    out = metrics.copy()
+    out.loc[relabelled, "name"] = out.loc[relabelled, "run_id"].map(label)
+    return out
+
+
 def paper_rows(metrics: pd.DataFrame) -> pd.DataFrame:
     """The rows of the paper's tables: X retrieval over all queries (no stratum)."""
     return metrics[(metrics.task == "retrieval") & (metrics.stratum == "ALL")]
@@ -425,6 +440,8 @@ def _fmt(frame: pd.DataFrame, percent: bool = True) -> str:
 def table1(per_query: pd.DataFrame, run: str) -> pd.DataFrame:
     rows = per_query[per_query.run_id == run]
     rows = rows[rows.dim == rows.dim.min()]
+    # an effective query without an IPC section counts in ALL: in "none" and in the total
+    rows = rows.assign(ipc_section=rows.ipc_section.fillna("none"))
     counts = (
         rows.groupby(["lang", "view", "ipc_section"]).size().unstack("ipc_section", fill_value=0)
     )
@@ -545,6 +562,7 @@ def build(
             f"{lake} holds no evaluation (eval/metrics has no rows): run evaluation.evaluate "
             "on this lake first, or name the lake the evaluations wrote"
         )
+    every = distinct_names(every, [*runs, *(recipes or []), *(phage or []), base, phage_base])
     metrics = paper_rows(every)
     missing = [r for r in runs if r not in set(metrics.get("run_id", []))]
     if missing:
@@ -586,7 +604,9 @@ def build(
     ]
     significance = load(lake, "eval/significance")
     if not significance.empty:
-        sig = significance[(significance.run_a == a) & (significance.run_b == b)]
+        sig = significance[
+            (significance.run_a == a) & (significance.run_b == b) & (significance.dim == dim)
+        ]
         if not sig.empty:
             shown = sig[
                 [

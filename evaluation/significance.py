@@ -47,18 +47,24 @@ def per_query_values(rows, metric: str, k: int | None) -> dict[tuple, tuple]:
 
 
 def macro_weights(cells: dict[tuple, list[tuple]]) -> dict[tuple, float]:
-    """Weight of each query in the mean over cells of the mean over sections of section means."""
-    weights = {}
-    n_cells = len(cells)
+    """Weight of each query in the mean over cells of the mean over sections of section means.
+
+    A cell none of whose queries has an IPC section has no section mean, and, as in
+    eval/metrics (``metrics.aggregate``), no part in the mean over cells."""
+    sectioned = []
     for members in cells.values():
         by_section = defaultdict(list)
         for key, section in members:
             if section in SECTIONS:
                 by_section[section].append(key)
-        for keys in by_section.values():
-            for key in keys:
-                weights[key] = 1.0 / (n_cells * len(by_section) * len(keys))
-    return weights
+        if by_section:
+            sectioned.append(by_section)
+    return {
+        key: 1.0 / (len(sectioned) * len(by_section) * len(keys))
+        for by_section in sectioned
+        for keys in by_section.values()
+        for key in keys
+    }
 
 
 def randomization_test(

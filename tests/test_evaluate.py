@@ -569,3 +569,44 @@ def test_a_dim_wider_than_the_model_is_refused_not_labelled_as_that_dim(tmp_path
     assert sorted(found) == [4, 8]
     with pytest.raises(ValueError, match=r"--dims \[16\]: the model's embeddings have 8 dims"):
         evaluate.search_dense(EightDims(), tmp_path / "collection", queries, [4, 16], 2, 1)
+
+
+def test_the_report_keeps_runs_of_one_name_apart_and_counts_every_effective_query(
+    tmp_path, monkeypatch
+):
+    """Three report defects: Tables 2 and 3 pivot by name, so two runs of one --name were one
+    row holding their mean; Table 1's total left out effective queries without an IPC
+    section (they count in ALL); and the significance section showed the tests of every
+    dimension under the report's one."""
+    import pandas as pd
+
+    rows = [
+        macro_hit(run, k, lang, value, view) | {"name": "xembed"}
+        for run, value in (("a", 0.8), ("b", 0.9))
+        for k in (10, 20, 100)
+        for lang in ("en", "ALL")
+        for view in ("ABS", "ALL")
+    ]
+    per_query = pd.DataFrame(
+        [
+            {"run_id": "a", "dim": 64, "lang": "en", "view": "ABS", "ipc_section": section}
+            for section in ("A", "B", None)
+        ]
+    )
+    test = {"run_a": "a", "run_b": "b", "lang": "ALL", "view": "ALL", "metric": "hit", "k": 100}
+    significance = pd.DataFrame(
+        [
+            test | {"dim": 64, "value_a": 0.8, "value_b": 0.9, "diff": 0.1, "p_value": 0.0123},
+            test | {"dim": 256, "value_a": 0.7, "value_b": 0.7, "diff": 0.0, "p_value": 0.9876},
+        ]
+    ).assign(n_queries=3)
+    tables = {
+        "eval/metrics": pd.DataFrame(rows),
+        "eval/per_query": per_query,
+        "eval/significance": significance,
+    }
+    monkeypatch.setattr(report, "load", lambda lake, name: tables.get(name, pd.DataFrame()))
+    text = report.build("lake", ["a", "b"], tmp_path / "out").read_text()
+    assert "| xembed (a) | 80.00 | 80.00 |" in text and "| xembed (b) | 90.00 | 90.00 |" in text
+    assert "| en | ABS | 1 | 1 | 1 | 3 |" in text  # A, B, none, Total
+    assert "0.0123" in text and "0.9876" not in text

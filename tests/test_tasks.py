@@ -222,9 +222,15 @@ def test_hybrid_fusion_is_rrf_of_the_two_lists():
         model_kind("hybrid:")
     bm25 = [[("a", 9.0), ("b", 8.0)]]
     dense = [[("b", 0.9), ("c", 0.8)]]
-    fused = fuse(bm25, dense, 10)[0]
+    fused = fuse(bm25, dense, 10, [set()])[0]
     assert [d for d, _ in fused] == ["b", "a", "c"]
     assert fused[0][1] == pytest.approx(1 / 62 + 1 / 61)
+    # the query's family is taken out before fusing: it held ranks, which lowered every
+    # later document's fused score and could swap two documents
+    bm25 = [[("F1", 9.0), ("F2", 8.0), ("A", 7.0), ("B", 6.0)]]
+    dense = [[("B", 0.9), ("F1", 0.8), ("A", 0.7)]]
+    fused = dict(fuse(bm25, dense, 10, [{"F1", "F2"}])[0])
+    assert fused == pytest.approx({"A": 1 / 61 + 1 / 62, "B": 1 / 62 + 1 / 61})
 
 
 def test_probe_tasks_rows_match_sklearn_on_the_same_split():
@@ -274,6 +280,37 @@ def test_significance_overall_covers_the_paper_views_only():
     assert rows[("ALL", "ALL")]["n_queries"] == 2  # ABS only: TITLE is not in the paper's
     assert rows[("ALL", "ALL")]["diff"] == pytest.approx(0.5)
     assert rows[("en", "TITLE")]["n_queries"] == 1  # other types are tested per cell
+
+
+def test_significance_means_are_the_metrics_tables_means():
+    """A cell whose queries have no IPC section has no MACRO in eval/metrics and is left out
+    of its language's and the Overall mean; the significance weights still divided by it,
+    so value_a, value_b and diff were scaled down (0.5 against eval/metrics' 1.0 here)."""
+    from evaluation.metrics import aggregate
+    from evaluation.significance import compare
+
+    a = {
+        ("Q1", "ABS"): ("en", "H", 0.0),
+        ("Q2", "ABS"): ("en", "G", 1.0),
+        ("Q3", "CLAIM"): ("en", None, 0.0),  # no section: no MACRO for en/CLAIM
+        ("Q4", "ABS"): ("zh", "A", 1.0),
+    }
+    b = {key: (lang, section, 1.0) for key, (lang, section, _) in a.items()}
+    rows = {(r["lang"], r["view"]): r for r in compare(a, b, "hit", 100, 50, 0)}
+    for values, column in ((a, "value_a"), (b, "value_b")):
+        per_query = [
+            {"lang": lang, "view": view, "ipc_section": section, "hit@100": value}
+            for (_, view), (lang, section, value) in values.items()
+        ]
+        table = {
+            (r["lang"], r["view"]): r["value"]
+            for r in aggregate(per_query, ["hit@100"])
+            if r["ipc_section"] == "MACRO"
+        }
+        for scope in (("en", "ALL"), ("zh", "ALL"), ("ALL", "ALL"), ("en", "ABS")):
+            assert rows[scope][column] == pytest.approx(table[scope]), (scope, column)
+    assert rows[("en", "ALL")]["diff"] == pytest.approx(0.5)
+    assert rows[("ALL", "ALL")]["diff"] == pytest.approx(0.25)
 
 
 def test_the_recipe_table_reads_each_task_and_the_p_value_against_the_base():
