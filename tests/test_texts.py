@@ -36,7 +36,11 @@ def entry(text, language="en", truncated=False):
         ('<a href="x.html">link</a>', "link"),
         ("tab\tand\u00a0nbsp\u3000ideographic   spaces", "tab and nbsp ideographic spaces"),
         ("line one  \n \x0b\n  line two", "line one\nline two"),
-        ("  \n lead and trail \n  ", "\nlead and trail\n"),  # only spaces are stripped
+        # line breaks at the ends are stripped too: "<p>\n</p>" was a text of one line break,
+        # an abstract that kept a title-only record out of quarantine
+        ("  \n lead and trail \n  ", "lead and trail"),
+        ("<p>\n</p>", ""),
+        (" \r\n ", ""),
         ("para\u2028graph", "para\u2028graph"),  # not ASCII whitespace: left alone
         (" <br> ", ""),
     ],
@@ -127,6 +131,13 @@ def test_ranked_entries_complete_then_longest_then_earlier_and_no_blank():
         "a truncated but the longest text",
     ]
     assert ranked_entries(None) == []
+
+
+def test_a_field_of_markup_and_line_breaks_is_no_entry():
+    # its abstract of one line break gave a record with a title alone a TAC and a TITLE
+    # view; "a title alone is no patent text" (quarantined as no_text_after_cleaning)
+    (row,) = per_language([entry("Cup")], [entry("<p>\n</p>"), entry(" \r\n ")], None, None)
+    assert row["title"] == "Cup" and row["abstract"] is None
 
 
 def test_per_language_rows_in_first_seen_order_with_parsed_claims():

@@ -103,12 +103,12 @@ def _collapse_line_breaks(text: str) -> str:
 
 def clean_text(text: str) -> str:
     """Drop markup tags (not inequalities), decode character references, collapse blanks
-    within lines and blank lines, strip spaces."""
+    within lines and blank lines, strip blanks and line breaks at both ends."""
     if "<" in text:
         text = _TAG.sub(_drop_markup, text)
     if "&" in text:  # after the tags: "&lt;b&gt;" is the text "<b>"
         text = _REFERENCE.sub(lambda m: html.unescape(m.group()), text)
-    return _collapse_line_breaks(_collapse_blanks(text)).strip(" ")
+    return _collapse_line_breaks(_collapse_blanks(text)).strip(" \n")
 
 
 # A Japanese abstract is a form: 【課題】 the problem, 【解決手段】 the solution, 【選択図】 the
