@@ -61,6 +61,12 @@ def test_sentences_and_terms_in_chinese_and_japanese():
         "【技術分野】",
         "本発明は電池に関する。",
     ]
+    # Japanese punctuated "，．" (and the half-width ｡): one run of paragraphs before
+    assert sentences("本発明は，電池に関する．電池は電極を含む｡正極") == [
+        "本発明は，電池に関する．",
+        "電池は電極を含む｡",
+        "正極",
+    ]
     assert terms("电池电极", "zh") == ["电池", "池电", "电极"]
     assert terms("The battery and its electrode", "en") == ["battery", "electrode"]
     assert sumbasic("电池包括电极。天气很好。电池电极涂层。", "zh", n_sentences=1) in (
@@ -137,6 +143,19 @@ def test_every_query_type_is_built_from_the_silver_tables(spark):
                 "优先权，其全部内容通过引用结合于此。\n技术领域\n本发明涉及一种用于输送流体的管道的阀门及其制造方法。",
                 40,
             ),
+            ("P7", "F7", "ja", "ABS", "カップ．", 4),
+            (
+                "P7",
+                "F7",
+                "ja",
+                "DESC",
+                # punctuated "，．": its first paragraph, under 80 characters, was a heading
+                "【技術分野】\n【０００１】本発明は，断熱層を有する飲料用のカップに関する．\n"
+                "【背景技術】\n【０００２】従来，飲料用のカップとして，紙製の本体の外周に断熱層を"
+                "設けたものが知られており，断熱層は発泡樹脂からなり，本体の外周面に接着剤によって"
+                "接着されている（例えば，特許文献１を参照）．",
+                40,
+            ),
             ("P6", "F6", "ja", "ABS", "弁。", 2),
             (
                 "P6",
@@ -163,7 +182,15 @@ def test_every_query_type_is_built_from_the_silver_tables(spark):
         "publication_number string, ipc_codes array<string>, cpc_codes array<string>",
     )
     queries = spark.createDataFrame(
-        [("P1", "en"), ("P2", "ja"), ("P3", "zh"), ("P4", "en"), ("P5", "zh"), ("P6", "ja")],
+        [
+            ("P1", "en"),
+            ("P2", "ja"),
+            ("P3", "zh"),
+            ("P4", "en"),
+            ("P5", "zh"),
+            ("P6", "ja"),
+            ("P7", "ja"),
+        ],
         "publication_number string, lang string",
     )
     texts = query_texts(queries, views, claims, patents).collect()
@@ -182,6 +209,7 @@ def test_every_query_type_is_built_from_the_silver_tables(spark):
     assert desc1["P4"] == "The present disclosure relates to valves for pipes."
     assert desc1["P5"] == "本发明涉及一种用于输送流体的管道的阀门及其制造方法。"
     assert desc1["P6"] == "本発明は、流体を輸送する配管用の弁およびその製造方法に関する。"
+    assert desc1["P7"] == "本発明は，断熱層を有する飲料用のカップに関する．"
     assert got["TACD"] == "Cup\nA cup holds tea.\n1. A cup.\n" + got["DESC"]
     assert got["CODES"] == "H01M10/05 A47G19/00 A47G19/2205"  # IPC first, each once
     assert got["SUMMARY"] == sumbasic("A cup holds tea.\n" + got["DESC"], "en")

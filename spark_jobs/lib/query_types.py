@@ -54,7 +54,7 @@ def _heading(line: Column) -> Column:
     # quadratically on a long line of capitals that ends in lower case (a sequence listing)
     capitals = line.rlike(f"^[^a-z{_CJK}]*$") & line.rlike("[A-Z]")
     label = line.rlike("^【[^】]*】$")
-    unfinished = (F.length(line) < HEADING_MAX_CHARS) & ~line.rlike("[.。:：;；!?！？]$")
+    unfinished = (F.length(line) < HEADING_MAX_CHARS) & ~line.rlike("[.。．｡:：;；!?！？]$")
     return capitals | label | unfinished
 
 

@@ -15,8 +15,9 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-# Where a sentence may end: after . ! ? and a blank (Latin script), after 。！？, at line ends.
-_BREAK = re.compile(r"[.!?][^\S\n]+|[。！？]|\n+")
+# Where a sentence may end: after . ! ? and a blank (Latin script), after 。！？ (and the
+# full-width and half-width periods ．｡ of Japanese texts punctuated "，．"), at line ends.
+_BREAK = re.compile(r"[.!?][^\S\n]+|[。！？．｡]|\n+")
 # Not a sentence end: a period of an abbreviation patents are full of ("FIG. 1", "U.S. Pat.
 # No. 5,123,456", "e.g. water", "Smith et al. (2001)"), or one that a lower-case letter or a
 # digit follows.
@@ -38,7 +39,7 @@ MAX_CHARS = 600
 
 def sentences(text: str) -> list[str]:
     """Sentences of ``text``: split after . ! ? (with a following blank; not after an
-    abbreviation, nor before a lower-case letter or a digit), after 。！？ and at
+    abbreviation, nor before a lower-case letter or a digit), after 。！？．｡ and at
     line ends; paragraph numbers such as ``[0003]`` or ``【０００３】`` removed; empty pieces
     dropped."""
     text = text or ""
