@@ -97,6 +97,22 @@ def test_chinese_legal_and_technical_edges():
     assert "所述" not in technical_terms(ZH) and "权利" not in technical_terms(ZH)
 
 
+def test_taiwan_boilerplate_makes_no_technical_edge():
+    # "申請專利範圍第1項所述之杯子" shared 申請, 專利, 範圍, 之杯 ... between any two dependent
+    # claims of a Taiwan publication: a technical edge of weight 0.8 from boilerplate
+    tw = (
+        "1. 一種杯子，包括杯身及杯蓋。\n2. 如申請專利範圍第1項所述之杯子，其中杯蓋為紅色。\n"
+        "3. 如申請專利範圍第1項所述之杯子，其特徵在於杯底為圓形。\n"
+        "4. 如請求項1所述之杯子，其中杯身為白色。"  # the newer wording
+    )
+    g = graph(tw, "zh")
+    assert {k for k in g if k[2] == "technical"} == set()
+    assert {k[:2] for k in g if k[2] == "legal"} == {(2, 1), (3, 1), (4, 1)}
+    terms = technical_terms(tw)
+    assert not {"申請", "專利", "範圍", "之杯", "特徵", "一種"} & terms
+    assert {"杯子", "杯蓋", "杯底"} <= terms
+
+
 def test_japanese_legal_and_technical_edges():
     g = graph(JA, "ja")
     legal = {k[:2]: e.evidence for k, e in g.items() if k[2] == "legal"}

@@ -66,8 +66,10 @@ _STOP = frozenset(
     compreendendo caracterizado qualquer
     """.split()
 )
-# claim boilerplate of Chinese and Japanese claims, cut out before taking bigrams
+# claim boilerplate of Chinese (mainland and Taiwan) and Japanese claims, cut out before
+# taking bigrams
 _CJK_BOILERPLATE = re.compile(
+    r"申請專利範圍|申请专利范围|其特徵在於|其特徵是|一種|之|"
     r"根据|按照|如|权利要求|權利要求|请求项|請求項|任一项|任一|所述|其特征在于|其特征是|包括|包含|"
     r"一种|其中|所述的|以及|前記|記載の|いずれか|一項|に記載|において|であって|を備え|"
     r"を有する|前述|上述|前面|该|該|及|或|的|和|与|與|将|將|在|是|为|為"
