@@ -42,6 +42,20 @@ def entry(text, language="en", truncated=False):
         ("<p>\n</p>", ""),
         (" \r\n ", ""),
         ("para\u2028graph", "para\u2028graph"),  # not ASCII whitespace: left alone
+        # the full-text XML's formulas (MathML), tables (CALS) and JP/CN/KR section tags
+        (
+            '<maths><math display="block"><mrow><mi>x</mi><mo>&lt;</mo><mn>2</mn></mrow>'
+            "</math></maths>",
+            "x < 2",
+        ),
+        (
+            '<table><tgroup cols="2"><colspec colname="1"/><row><entry>A</entry>'
+            "<entry>B</entry></row></tgroup></table>",
+            "A B",
+        ),
+        ('<technical-field><p num="0001">Field.</p></technical-field>', "Field."),
+        ("<citation-list><patent-literature>JP 1 A</patent-literature></citation-list>", "JP 1 A"),
+        ("if T<mo and mo>T", "if T<mo and mo>T"),  # a name as short as a word needs values
         (" <br> ", ""),
     ],
 )

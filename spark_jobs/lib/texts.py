@@ -35,8 +35,18 @@ _MARKUP = frozenset(
     font h1 h2 h3 h4 h5 h6 hr i img ins kbd li ol p pre q s small span strike strong sub sup
     table tbody td tfoot th thead tr tt u ul abstract chem chemistry claim claim-ref
     claim-text claims crossref description description-of-drawings dl figref figure heading
-    inline-formula maths nplcit o patcit sl smallcaps tables""".split()
+    inline-formula maths nplcit o patcit sl smallcaps tables
+    math mrow mi mo mn ms mtext msub msup msubsup mfrac msqrt mroot munder mover munderover
+    mfenced mtable mtr mtd mstyle mspace
+    tgroup colspec spanspec row entry
+    technical-field background-art disclosure summary-of-invention tech-problem tech-solution
+    advantageous-effects description-of-embodiments embodiments-example mode-for-invention
+    industrial-applicability reference-signs-list citation-list patent-literature
+    non-patent-literature claim-statement""".split()
 )
+# MathML's token elements are names as short as words: like one-letter tags, taken for markup
+# only with valued attributes or none ("if T<mo and mo>T" is text)
+_WORDLIKE = frozenset("mi mo mn ms".split())
 
 
 # Tags inside a word or formula: dropped without a blank, as a browser renders them
@@ -53,7 +63,8 @@ def _drop_markup(match: re.Match) -> str:
         return " "
     name = name.lower()
     markup = name in _MARKUP and (
-        len(name) > 1 or _VALUED_ATTRIBUTES.fullmatch(attributes) is not None
+        (len(name) > 1 and name not in _WORDLIKE)
+        or _VALUED_ATTRIBUTES.fullmatch(attributes) is not None
     )
     if not markup:
         return match.group(0)
