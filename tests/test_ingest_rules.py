@@ -33,6 +33,21 @@ def test_unparseable_json(spark, line):
     assert one_reason(spark, line) == "unparseable_json"
 
 
+def test_a_line_holding_more_than_one_value_is_unparseable(spark):
+    """The parser reads a line's first JSON value and ignored the rest: two records on one
+    line (two files joined without a final line break) passed as one record, and the
+    second was neither kept nor quarantined."""
+    first, second = (json.dumps(gp_record(number=n)) for n in ("US-1-A1", "US-2-A1"))
+    lines = [
+        first + second,
+        f"{first} {second}",
+        f"{first} trailing text",
+        f"{first},",
+        json.dumps(gp_record(number="US-3-A1", abstract="A lid }{ and } {a} cup.")) + " \r",
+    ]
+    assert reasons(spark, lines) == ["unparseable_json"] * 4 + [None]
+
+
 @pytest.mark.parametrize(
     ("field", "value"),
     [

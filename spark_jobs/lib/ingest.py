@@ -489,16 +489,29 @@ def parse_lines(lines: DataFrame, fields, max_record_bytes: int = MAX_RECORD_BYT
         ),
     )
     container = _container_in_string_field(F.col("rec"), F.col("raw"), fields)
+    corrupt = F.col(f"rec.{CORRUPT_RECORD}").isNotNull() | container.isNotNull()
     return parsed.select(
         "raw",
         "source_file",
         *[F.col(f"rec.{name}").alias(name) for name, *_ in fields],
-        (F.col(f"rec.{CORRUPT_RECORD}").isNotNull() | container.isNotNull()).alias("corrupt"),
+        (corrupt | _more_than_one_value(F.col("raw"))).alias("corrupt"),
         F.coalesce(first_mistyped_field(F.col("_bad_text"), fields), container).alias("bad_field"),
         "too_large",
         "valid_utf8",
         "record_bytes",
     )
+
+
+def _more_than_one_value(line: Column) -> Column:
+    """True for a line that holds more than one JSON value (``{...}{...}``, as two files
+    joined without a final line break give; ``{...} {...}``; ``{...} text``). The parser
+    reads the first value and ignores the rest, so the line passed for one record and the
+    others were lost. Only a line that does not end its object at its end, or that holds
+    ``}{`` or ``} {``, is parsed again, as the elements of a JSON array: one element, or a
+    single JSON value."""
+    suspect = ~line.rlike(r"\}\s*$") | line.rlike(r"\}\s*\{")
+    values = F.size(F.from_json(F.concat(F.lit("["), line, F.lit("]")), "array<string>"))
+    return F.coalesce(suspect & (F.coalesce(values, F.lit(-1)) != 1), F.lit(False))
 
 
 def _container_in_string_field(rec: Column, raw: Column, fields) -> Column:
