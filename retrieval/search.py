@@ -148,6 +148,8 @@ class DenseIndex:
             per_list = len(self.ids) / self.index.nlist
             wanted = math.ceil(2 * k / per_list)
             self.index.nprobe = min(self.index.nlist, max(self.index.nprobe, wanted))
+        if hasattr(self.index, "hnsw"):  # HNSW keeps efSearch candidates (FAISS's default 16)
+            self.index.hnsw.efSearch = max(self.index.hnsw.efSearch, 2 * k)
         return self.index.search(np.ascontiguousarray(queries, dtype=np.float32), k)
 
     def score(self, query: np.ndarray, doc_ids: list[str]) -> np.ndarray:

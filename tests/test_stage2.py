@@ -65,10 +65,12 @@ def test_union_alternates_bm25_and_dense_to_k_unique():
     assert union_candidates(bm25, ["x"], 10) == ["a", "x", "b", "c"]
 
 
-def test_an_ivf_index_builds_on_a_small_corpus_and_returns_k_hits():
+@pytest.mark.parametrize("kind", ["ivf", "hnsw"])
+def test_an_approximate_index_builds_on_a_small_corpus_and_returns_k_hits(kind):
     """IVF had 4 sqrt(n) lists whatever n (5 documents: FAISS failed to train 8 lists) and
     probed an eighth of them, so a search for k returned fewer than k hits (50 documents,
-    k = 10: 5 to 7) and mining at k = 2,000 would have had few dense candidates."""
+    k = 10: 5 to 7) and mining at k = 2,000 would have had few dense candidates. HNSW kept
+    FAISS's 16 search candidates: 600 documents, k = 200 gave 50 to 70 hits."""
     import numpy as np
 
     from retrieval.search import DenseIndex
