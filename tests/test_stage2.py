@@ -79,7 +79,7 @@ def test_an_approximate_index_builds_on_a_small_corpus_and_returns_k_hits(kind):
     for n, k in ((5, 10), (50, 10), (600, 200)):
         vectors = rng.normal(size=(n, 16)).astype("float32")
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-        index = DenseIndex.build([f"d{i}" for i in range(n)], vectors, "ivf")
+        index = DenseIndex.build([f"d{i}" for i in range(n)], vectors, kind)
         _, rows = index.search(vectors[:4], k)
         assert [(r >= 0).sum() for r in rows] == [min(n, k)] * 4
         assert [r[0] for r in rows] == [0, 1, 2, 3]  # each vector finds itself first
@@ -487,6 +487,55 @@ def test_a_query_without_filing_date_is_dropped_for_that_reason(spark):
     }
     assert lost == {("R", "ABS"): "no_filing_date", ("S", "TAC"): "no_candidate_after_filters"}
     assert set(lost.values()) <= set(STAGE2_DROP_REASONS)
+
+
+def test_no_negative_is_an_x_citations_family_member_or_a_document_cited_as_y(spark):
+    """Only the X positives in the training pool barred their families: D, X-cited by Q but
+    outside the pool (no TAC), left its family member D2 free to be a negative. And A
+    citations were taken row by row: Y1, cited by one search report as A and by another as
+    Y, passed as an A negative."""
+    candidates, pool_ids, patents, _ = hand_built(spark)
+    patents = patents.unionByName(
+        spark.createDataFrame(
+            [
+                ("D", "FD", date(2019, 1, 1), date(2018, 1, 1)),
+                ("D2", "FD", date(2019, 1, 1), date(2018, 1, 1)),
+                ("Y1", "FY", date(2019, 1, 1), date(2018, 1, 1)),
+            ],
+            patents.schema,
+        )
+    )
+    pool_ids = pool_ids.unionByName(
+        spark.createDataFrame([("D2", "zh"), ("Y1", "zh")], pool_ids.schema)
+    )
+    candidates = candidates.unionByName(
+        spark.createDataFrame([("Q", "ABS", "zh", "D2", 0.96, 4, None)], candidates.schema)
+    )
+
+    def cited(index, doc, family, x=False, y=False, a=False):
+        letters = "X" * x + "Y" * y + "A" * a
+        return ("Q", index, doc, None, None, letters, "SEA", x, y, a, True, family)
+
+    citations = spark.createDataFrame(
+        [
+            cited(0, "P", "FP", x=True),
+            cited(1, "D", "FD", x=True),
+            cited(2, "A1", "FA", a=True),
+            cited(3, "Y1", "FY", a=True),
+            cited(4, "Y1", "FY", y=True),
+        ],
+        table("bronze/citations").spark_schema(),
+    )
+    queries = triplet_rules.query_info(patents)
+    cands = triplet_rules.candidate_info(patents, pool_ids)
+    pos = triplet_rules.barred_sets(citations)
+    kept = {
+        r.cand_id
+        for r in triplet_rules.filter_candidates(candidates, queries, cands, pos).collect()
+    }
+    assert kept == {f"C{i:02d}" for i in range(18)}  # D2 barred with LATE, QF and PF
+    a_rows = triplet_rules.a_citation_rows(citations).collect()
+    assert [(r.query_id, r.cand_id) for r in a_rows] == [("Q", "A1")]
 
 
 def test_corner_rule_drops_views_with_fewer_than_six(spark):

@@ -16,5 +16,9 @@ def resolved_x(citations: DataFrame) -> DataFrame:
 
 
 def resolved_a_only(citations: DataFrame) -> DataFrame:
-    """A-category citations (no X or Y letter) whose cited publication is in the corpus."""
-    return citations.where(F.col("is_a") & ~F.col("is_x") & ~F.col("is_y") & F.col("resolved"))
+    """A-category citations whose cited publication is in the corpus and that no citation of
+    the same citing -> cited pair marks X or Y (two search reports of one patent may cite a
+    document as A and as Y: it is no mere state of the art)."""
+    a = citations.where(F.col("is_a") & F.col("resolved"))
+    marked = citations.where(F.col("is_x") | F.col("is_y")).select("citing", "cited")
+    return a.join(marked, ["citing", "cited"], "left_anti")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from spark_jobs.lib.citations import resolved_a_only
+from spark_jobs.lib.citations import resolved_a_only, resolved_x
 from spark_jobs.lib.sampling import uniform
 
 PER_STRATUM = 4
@@ -44,6 +44,20 @@ def positive_sets(positives: DataFrame) -> DataFrame:
     return positives.groupBy("query_id").agg(
         F.collect_set("positive_id").alias("positive_ids"),
         F.collect_set("positive_family_id").alias("positive_family_ids"),
+    )
+
+
+def barred_sets(citations: DataFrame) -> DataFrame:
+    """(query_id, positive_ids, positive_family_ids): every resolved X citation of a query
+    and its family, which no negative may be (paper 4.3). All of them, not only the X
+    positives in the training pool: an X-cited patent outside the pool (without a TAC, or
+    outside the landscape) still bars its family's members in the pool."""
+    return positive_sets(
+        resolved_x(citations).select(
+            F.col("citing").alias("query_id"),
+            F.col("cited").alias("positive_id"),
+            F.col("cited_family_id").alias("positive_family_id"),
+        )
     )
 
 
