@@ -347,3 +347,41 @@ def test_export_refuses_an_option_its_dataset_would_ignore(
                 None, str(tmp_path / "lake"), dataset, "parquet", str(out), **{option: value}
             )
     assert not out.exists() and not (tmp_path / "lake").exists()
+
+
+def test_a_second_seeded_draw_does_not_favour_big_families(spark):
+    """The sample after --family-cap, and the taxonomy chain after its one member per
+    family, drew by the very numbers of the first draw: a family with many rows hands on the
+    smallest of many numbers, so big families (and their languages) crowded the rest out."""
+    from spark_jobs.lib.pairs import cap_per_family, sample_pairs, taxonomy_pairs
+
+    # 200 families of 45 zh-zh pairs and 2,000 of one ja-ja pair; one pair a family, then 220
+    rows = [
+        ("ABS-ABS", f"Z{f}-{i}", "zh", f"Z{f}-x{i}", "zh", f"FZ{f}")
+        for f in range(200)
+        for i in range(45)
+    ]
+    rows += [("ABS-ABS", f"J{f}", "ja", f"J{f}-x", "ja", f"FJ{f}") for f in range(2000)]
+    pairs = spark.createDataFrame(
+        rows,
+        "pair_type string, anchor_id string, anchor_lang string, positive_id string, "
+        "positive_lang string, family_id string",
+    )
+    capped = cap_per_family(pairs, 1, seed=13)
+    sampled = sample_pairs(capped, {"ABS-ABS": 220}, {"ABS-ABS": 2200}, seed=13)
+    zh = sampled.where("anchor_lang = 'zh'").count()
+    assert sampled.count() == 220 and zh < 45  # 9% of the families: ~20; 150 before
+    # one subclass: 100 families of 20 members and 1,000 of one; a chain of 50 links
+    members = [(f"B{f}-{i}", f"FB{f}") for f in range(100) for i in range(20)]
+    members += [(f"S{f}", f"FS{f}") for f in range(1000)]
+    docs = spark.createDataFrame(
+        [(p, fam, "en", "TAC", f"h{p}") for p, fam in members],
+        "publication_number string, family_id string, lang string, view string, text_hash string",
+    )
+    patents = spark.createDataFrame(
+        [(p, fam, ["A47G19/00"]) for p, fam in members],
+        "publication_number string, family_id string, ipc_codes array<string>",
+    )
+    links = taxonomy_pairs(docs, patents, "TAX", 50, seed=13).toPandas()
+    big = links.anchor_id.str.startswith("B").sum() + links.positive_id.str.startswith("B").sum()
+    assert len(links) == 50 and big < 25  # 9% of the families: ~9 of 100 sides; 63 before

@@ -172,8 +172,8 @@ def taxonomy_pairs(
 ) -> DataFrame:
     """Two patents of different families sharing an IPC subclass (4 characters).
 
-    Per subclass, one member per family (the smallest seeded hash) is kept and the members
-    are chained in seeded-hash order: each member pairs with the next, so a subclass of n
+    Per subclass, one member per family (the smallest seeded hash) is kept and the families
+    are chained in the order of a second seeded hash: each member pairs with the next, so a subclass of n
     families gives n - 1 pairs, of which the first ``cap`` are kept. Linear in the corpus,
     deterministic for a seed.
     """
@@ -191,7 +191,11 @@ def taxonomy_pairs(
         .where(F.col("_r") == 1)
         .drop("_r")
     )
-    chain = Window.partitionBy("subclass").orderBy("_u", "publication_number")
+    # the chain's order is a draw of its own, per family: ordered by the member's number, a
+    # family of many members (the smallest of many numbers) led the chain and its cap
+    chain = Window.partitionBy("subclass").orderBy(
+        uniform(seed, "subclass", "family_id", draw="chain"), "publication_number"
+    )
     links = (
         members.withColumn("b", F.lead("publication_number").over(chain))
         .withColumn("_i", F.row_number().over(chain))
@@ -317,7 +321,9 @@ def sample_pairs(
     A first pass keeps a little more than the quota per type by hash threshold (no shuffle);
     the exact cut then ranks only those survivors.
     """
-    u = uniform(seed, *_KEY)
+    # a draw of its own: by cap_per_family's numbers, a capped family's survivors (the
+    # smallest of its many numbers) were nearly all sampled, its languages with them
+    u = uniform(seed, *_KEY, draw="sample")
     # Keep quota + 6 standard deviations + 10: falling short is a ~1e-9 event.
     margin = {
         t: min(1.0, (quota[t] + 6 * quota[t] ** 0.5 + 10) / counts[t]) if counts[t] else 0.0
