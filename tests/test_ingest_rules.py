@@ -125,11 +125,15 @@ def test_published_before_filing(spark):
     )
 
 
-@pytest.mark.parametrize("code", ["xx", "klingon", "qq-XX", None])
-def test_unknown_language(spark, code):
+@pytest.mark.parametrize(
+    ("code", "shown"),
+    [("xx", "xx"), ("klingon", "klingon"), ("qq-XX", "qq-XX"), (None, "<null>"), (" ", "<blank>")],
+)
+def test_unknown_language(spark, code, shown):
+    # a blank code gave the reason "unknown_language:", which named nothing
     record = gp_record()
     record["abstract_localized"][0]["language"] = code
-    assert one_reason(spark, record) == f"unknown_language:{code or '<null>'}"
+    assert one_reason(spark, record) == f"unknown_language:{shown}"
 
 
 def test_unknown_language_on_an_empty_text_is_ignored(spark):

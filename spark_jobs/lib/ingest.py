@@ -708,18 +708,25 @@ def bronze_localized(arr: Column) -> Column:
     return F.transform(arr, lambda e: F.struct(e.text, e.language, e.truncated))
 
 
+def _shown_code(code: Column) -> Column:
+    """A raw language code as a quarantine reason shows it: ``<null>``, ``<blank>`` (an
+    empty reason, ``unknown_language:``, named nothing), else the code."""
+    return (
+        F.when(code.isNull(), F.lit("<null>")).when(_blank(code), F.lit("<blank>")).otherwise(code)
+    )
+
+
 def first_unknown_language(*normalized: Column) -> Column:
     """The raw code of the first text entry of the normalized arrays whose language is unknown
-    (``<null>`` when it has none; null when every language is known)."""
+    (``<null>`` when it has none, ``<blank>`` when it is blank; null when every language is
+    known)."""
     firsts = []
     for arr in normalized:
         bad = F.filter(arr, lambda e: e.language.isNull())
         firsts.append(
             F.when(
                 F.size(bad) > 0,
-                F.coalesce(
-                    F.try_element_at(bad, F.lit(1)).getField(_RAW_LANGUAGE), F.lit("<null>")
-                ),
+                _shown_code(F.try_element_at(bad, F.lit(1)).getField(_RAW_LANGUAGE)),
             )
         )
     return F.coalesce(*firsts)
