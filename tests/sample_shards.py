@@ -90,6 +90,13 @@ def write_sample_stage2_shards(
                 "families": sorted({pair["family_id"], *(p["family_id"] for p in chosen)}),
             }
         )
+    return write_stage2_shard(folder, rows, f"sample2-{seed}-{n_patents}-{negatives}")
+
+
+def write_stage2_shard(folder: str | Path, rows: list[dict], content_hash: str) -> dict:
+    """``rows`` (Stage II-shaped dicts) as one shard with its manifest, audited: no evaluation
+    split exists here, so no family can leak."""
+    folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.Table.from_pylist(rows), folder / "shard-00000.parquet")
     manifest = {
@@ -97,7 +104,7 @@ def write_sample_stage2_shards(
         "format": "parquet",
         "rows": len(rows),
         "shards": [{"file": "shard-00000.parquet", "rows": len(rows)}],
-        "content_hash": f"sample2-{seed}-{n_patents}-{negatives}",
+        "content_hash": content_hash,
         "delta_versions": {"gold/stage2_examples": 0},
         "leakage_audit": {"status": "passed", "rows_checked": len(rows), "excluded_families": 0},
     }

@@ -363,9 +363,7 @@ def test_stage2_validation_holds_out_whole_query_and_positive_families(tmp_path)
     """Without --validation_data, Stage II examples were held out by their smallest family,
     often a negative's: the same query with its other X positive stayed in training (all 40
     validation queries here), so the best checkpoint was chosen on queries it trained on."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
+    from tests.sample_shards import write_stage2_shard
     from trainer.data import BatchStream, read_examples, validation_examples
 
     rows = []
@@ -384,15 +382,7 @@ def test_stage2_validation_holds_out_whole_query_and_positive_families(tmp_path)
                     "families": [f"q{q:03d}", positive, *negatives],
                 }
             )
-    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "shard-00000.parquet")
-    manifest = {
-        "dataset": "stage2",
-        "format": "parquet",
-        "rows": len(rows),
-        "shards": [{"file": "shard-00000.parquet", "rows": len(rows)}],
-        "leakage_audit": {"status": "passed", "rows_checked": len(rows)},
-    }
-    (tmp_path / "_manifest.json").write_text(json.dumps(manifest))
+    write_stage2_shard(tmp_path, rows, "two-positives")
 
     validation, held = validation_examples(str(tmp_path), None, 40, 13, None)
     assert len(validation) == 40
