@@ -38,14 +38,16 @@ def test_a_line_holding_more_than_one_value_is_unparseable(spark):
     line (two files joined without a final line break) passed as one record, and the
     second was neither kept nor quarantined."""
     first, second = (json.dumps(gp_record(number=n)) for n in ("US-1-A1", "US-2-A1"))
-    lines = [
-        first + second,
-        f"{first} {second}",
-        f"{first} trailing text",
-        f"{first},",
-        json.dumps(gp_record(number="US-3-A1", abstract="A lid }{ and } {a} cup.")) + " \r",
-    ]
-    assert reasons(spark, lines) == ["unparseable_json"] * 4 + [None]
+    expected = {
+        first + second: "unparseable_json",
+        f"{first} {second}": "unparseable_json",
+        f"{first}\t {second}": "unparseable_json",
+        f"{first} trailing text": "unparseable_json",
+        f"{first},": "unparseable_json",
+        first + " " * 40: None,  # blanks after the object, beyond the 16 characters read
+        json.dumps(gp_record(number="US-3-A1", abstract="A lid }{ and } {a} cup.")) + " \r": None,
+    }
+    assert reasons(spark, list(expected)) == [expected[line] for line in sorted(expected)]
 
 
 @pytest.mark.parametrize(

@@ -506,10 +506,10 @@ def _more_than_one_value(line: Column) -> Column:
     """True for a line that holds more than one JSON value (``{...}{...}``, as two files
     joined without a final line break give; ``{...} {...}``; ``{...} text``). The parser
     reads the first value and ignores the rest, so the line passed for one record and the
-    others were lost. Only a line that does not end its object at its end, or that holds
-    ``}{`` or ``} {``, is parsed again, as the elements of a JSON array: one element, or a
-    single JSON value."""
-    suspect = ~line.rlike(r"\}\s*$") | line.rlike(r"\}\s*\{")
+    others were lost. Only a line that does not end its object at its end (its last 16
+    characters are read), or that holds ``}{`` (blanks between allowed), is parsed again, as
+    the elements of a JSON array: one element, or a single JSON value."""
+    suspect = ~F.right(line, F.lit(16)).rlike(r"\}\s*$") | line.rlike(r"\}\s*\{")
     values = F.size(F.from_json(F.concat(F.lit("["), line, F.lit("]")), "array<string>"))
     return F.coalesce(suspect & (F.coalesce(values, F.lit(-1)) != 1), F.lit(False))
 
