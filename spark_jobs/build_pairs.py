@@ -65,7 +65,7 @@ def run(
         patents = job.read("silver/patents")
         if landscape:
             views = in_landscape(views, patents, landscape)
-        graph = {}
+        graph = {"patents": patents}  # family pairs read the members' languages
         if pair_rules.needs_graph(recipe):
             cutoff = eval_cutoff or _split_cutoff(job)
             graph = {
@@ -115,7 +115,7 @@ def run(
             quota = pair_rules.signal_quotas(counts, signal_of, target)
             pairs = pair_rules.sample_pairs(pairs, quota, counts, seed)
         pairs = pairs.withColumn("recipe", F.lit(name)).select(*pair_rules.PAIR_COLUMNS)
-        if graph:
+        if "cutoff" in graph:  # citation pairs: none may reach past the evaluation cutoff
             late = late_citations(pairs, patents, graph["cutoff"])
             if late:
                 raise LeakageError(

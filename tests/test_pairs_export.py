@@ -85,7 +85,7 @@ def corpus(spark, tmp_path_factory):
             [],
             [],
             r.languages,
-            r.languages[0],
+            {"US": "en", "EP": "en", "CN": "zh", "JP": "ja"}[pn[:2]],  # as curate's claims
         )
         for pn, r in patents.iterrows()
     ]
@@ -385,3 +385,46 @@ def test_a_second_seeded_draw_does_not_favour_big_families(spark):
     links = taxonomy_pairs(docs, patents, "TAX", 50, seed=13).toPandas()
     big = links.anchor_id.str.startswith("B").sum() + links.positive_id.str.startswith("B").sum()
     assert len(links) == 50 and big < 25  # 9% of the families: ~9 of 100 sides; 63 before
+
+
+def test_cross_language_pairs_join_members_of_different_languages(spark):
+    """Paper 4.2 pairs "different-language members". Pairs were made whenever two members'
+    texts differed in language: two Chinese members that both carry an English translation,
+    and an EP member's German claims with a US member's English ones, were cross-language
+    pairs of same-language members."""
+    from spark_jobs.lib.pairs import family_pairs
+
+    keys = spark.createDataFrame(
+        [
+            ("CN-5-A", "F5", "zh", "ABS", "a"),
+            ("CN-5-A", "F5", "en", "ABS", "b"),
+            ("CN-5-B", "F5", "zh", "ABS", "c"),
+            ("CN-5-B", "F5", "en", "ABS", "d"),
+            ("JP-5-A", "F5", "ja", "ABS", "e"),
+            ("EP-6-B1", "F6", "en", "ABS", "f"),
+            ("EP-6-B1", "F6", "de", "ABS", "g"),
+            ("US-6-B2", "F6", "en", "ABS", "h"),
+        ],
+        "publication_number string, family_id string, lang string, view string, text_hash string",
+    )
+    patents = spark.createDataFrame(
+        [
+            ("CN-5-A", "zh"),
+            ("CN-5-B", "zh"),
+            ("JP-5-A", "ja"),
+            ("EP-6-B1", "en"),
+            ("US-6-B2", "en"),
+        ],
+        "publication_number string, primary_lang string",
+    )
+    got = {
+        (r.anchor_id, r.anchor_lang, r.positive_id, r.positive_lang)
+        for r in family_pairs(keys, "ABS-ABS", "ABS", patents).collect()
+    }
+    # the Chinese members with the Japanese one, in either of their languages; nothing else
+    assert got == {
+        ("CN-5-A", "zh", "JP-5-A", "ja"),
+        ("CN-5-A", "en", "JP-5-A", "ja"),
+        ("CN-5-B", "zh", "JP-5-A", "ja"),
+        ("CN-5-B", "en", "JP-5-A", "ja"),
+    }

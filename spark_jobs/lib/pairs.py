@@ -106,16 +106,42 @@ def same_patent_pairs(
     return joined.select(F.lit(pair_type).alias("pair_type"), *_pair_body())
 
 
-def family_pairs(keys: DataFrame, pair_type: str, view: str) -> DataFrame:
-    """One pair per unordered pair of family members whose languages differ."""
+def family_pairs(
+    keys: DataFrame, pair_type: str, view: str, patents: DataFrame | None = None
+) -> DataFrame:
+    """One pair per unordered pair of texts in two languages of two family members whose own
+    languages differ (paper 4.2: "different-language members"). A member's language is its
+    ``primary_lang`` in ``patents`` (the text's where it has none): two Chinese members that
+    both carry an English translation are no cross-language pair."""
     a, p = _side(keys, view, "anchor"), _side(keys, view, "positive")
+    if patents is not None:
+        a, p = (
+            _with_member_language(a, patents, "anchor"),
+            _with_member_language(p, patents, "positive"),
+        )
+    members_differ = (
+        F.col("anchor_member_lang") != F.col("positive_member_lang")
+        if patents is not None
+        else F.lit(True)
+    )
     joined = a.join(
         p,
         (a.anchor_family == p.positive_family)
         & (a.anchor_id < p.positive_id)
         & (a.anchor_lang != p.positive_lang),
-    )
+    ).where(members_differ)
     return joined.select(F.lit(pair_type).alias("pair_type"), *_pair_body())
+
+
+def _with_member_language(side: DataFrame, patents: DataFrame, prefix: str) -> DataFrame:
+    members = patents.select(
+        F.col("publication_number").alias(f"{prefix}_id"),
+        F.col("primary_lang").alias("_primary"),
+    )
+    return side.join(members, f"{prefix}_id", "left").select(
+        *side.columns,
+        F.coalesce("_primary", f"{prefix}_lang").alias(f"{prefix}_member_lang"),
+    )
 
 
 def _pair_body() -> list[Column]:
@@ -235,7 +261,8 @@ def candidate_pairs(
     """Every pair of ``recipe`` with its signal and the two text hashes, before any dropping.
 
     Taxonomy and citation pairs need ``patents`` (and ``citations`` and the evaluation
-    ``cutoff``); the other pair types read views only.
+    ``cutoff``); family pairs read the members' languages from it (without it, the texts'
+    languages alone decide).
     """
     if recipe not in RECIPES:
         raise ValueError(f"--recipe must be one of {sorted(RECIPES)}, got {recipe!r}")
@@ -245,7 +272,7 @@ def candidate_pairs(
         if relation == "same_patent":
             part = same_patent_pairs(keys, pair_type, anchor_view, positive_view)
         elif relation == "family_cross_language":
-            part = family_pairs(keys, pair_type, anchor_view)
+            part = family_pairs(keys, pair_type, anchor_view, patents)
         elif relation == "taxonomy":
             part = taxonomy_pairs(docs, patents, pair_type, taxonomy_cap, seed)
         else:
