@@ -65,18 +65,19 @@ def run(
         patents = job.read("silver/patents")
         if landscape:
             views = in_landscape(views, patents, landscape)
-        graph = {"patents": patents}  # family pairs read the members' languages
+        graph = {}
         if pair_rules.needs_graph(recipe):
             cutoff = eval_cutoff or _split_cutoff(job)
             graph = {
-                "patents": patents,
                 "citations": job.read("bronze/citations"),
                 "cutoff": cutoff,
                 "taxonomy_cap": taxonomy_cap,
                 "seed": seed,
             }
             job.info(f"citation pairs only between patents published before {cutoff}")
-        candidates = pair_rules.candidate_pairs(pair_rules.view_keys(views), recipe, **graph)
+        candidates = pair_rules.candidate_pairs(
+            pair_rules.view_keys(views), recipe, patents, **graph
+        )
         # one shuffle groups the candidates by text pair: the drops and all their counters
         # come from it, and only the grouped rows are kept in memory
         grouped = pair_rules.group_by_texts(candidates).persist(StorageLevel.MEMORY_AND_DISK)
@@ -115,7 +116,7 @@ def run(
             quota = pair_rules.signal_quotas(counts, signal_of, target)
             pairs = pair_rules.sample_pairs(pairs, quota, counts, seed)
         pairs = pairs.withColumn("recipe", F.lit(name)).select(*pair_rules.PAIR_COLUMNS)
-        if "cutoff" in graph:  # citation pairs: none may reach past the evaluation cutoff
+        if graph:
             late = late_citations(pairs, patents, graph["cutoff"])
             if late:
                 raise LeakageError(

@@ -419,7 +419,7 @@ def test_cross_language_pairs_join_members_of_different_languages(spark):
     )
     got = {
         (r.anchor_id, r.anchor_lang, r.positive_id, r.positive_lang)
-        for r in family_pairs(keys, "ABS-ABS", "ABS", patents).collect()
+        for r in family_pairs(keys, patents, "ABS-ABS", "ABS").collect()
     }
     # the Chinese members with the Japanese one, in either of their languages; nothing else
     assert got == {

@@ -106,30 +106,20 @@ def same_patent_pairs(
     return joined.select(F.lit(pair_type).alias("pair_type"), *_pair_body())
 
 
-def family_pairs(
-    keys: DataFrame, pair_type: str, view: str, patents: DataFrame | None = None
-) -> DataFrame:
+def family_pairs(keys: DataFrame, patents: DataFrame, pair_type: str, view: str) -> DataFrame:
     """One pair per unordered pair of texts in two languages of two family members whose own
     languages differ (paper 4.2: "different-language members"). A member's language is its
     ``primary_lang`` in ``patents`` (the text's where it has none): two Chinese members that
     both carry an English translation are no cross-language pair."""
-    a, p = _side(keys, view, "anchor"), _side(keys, view, "positive")
-    if patents is not None:
-        a, p = (
-            _with_member_language(a, patents, "anchor"),
-            _with_member_language(p, patents, "positive"),
-        )
-    members_differ = (
-        F.col("anchor_member_lang") != F.col("positive_member_lang")
-        if patents is not None
-        else F.lit(True)
-    )
+    a = _with_member_language(_side(keys, view, "anchor"), patents, "anchor")
+    p = _with_member_language(_side(keys, view, "positive"), patents, "positive")
     joined = a.join(
         p,
         (a.anchor_family == p.positive_family)
         & (a.anchor_id < p.positive_id)
-        & (a.anchor_lang != p.positive_lang),
-    ).where(members_differ)
+        & (a.anchor_lang != p.positive_lang)
+        & (a.anchor_member_lang != p.positive_member_lang),
+    )
     return joined.select(F.lit(pair_type).alias("pair_type"), *_pair_body())
 
 
@@ -252,7 +242,7 @@ def citation_pairs(
 def candidate_pairs(
     keys: DataFrame,
     recipe: str,
-    patents: DataFrame | None = None,
+    patents: DataFrame,
     citations: DataFrame | None = None,
     cutoff: str | None = None,
     taxonomy_cap: int = defaults.TAXONOMY_CAP,
@@ -260,9 +250,8 @@ def candidate_pairs(
 ) -> DataFrame:
     """Every pair of ``recipe`` with its signal and the two text hashes, before any dropping.
 
-    Taxonomy and citation pairs need ``patents`` (and ``citations`` and the evaluation
-    ``cutoff``); family pairs read the members' languages from it (without it, the texts'
-    languages alone decide).
+    Family pairs read the members' languages from ``patents``; taxonomy and citation pairs
+    read it too (and ``citations`` and the evaluation ``cutoff``).
     """
     if recipe not in RECIPES:
         raise ValueError(f"--recipe must be one of {sorted(RECIPES)}, got {recipe!r}")
@@ -272,7 +261,7 @@ def candidate_pairs(
         if relation == "same_patent":
             part = same_patent_pairs(keys, pair_type, anchor_view, positive_view)
         elif relation == "family_cross_language":
-            part = family_pairs(keys, pair_type, anchor_view, patents)
+            part = family_pairs(keys, patents, pair_type, anchor_view)
         elif relation == "taxonomy":
             part = taxonomy_pairs(docs, patents, pair_type, taxonomy_cap, seed)
         else:
