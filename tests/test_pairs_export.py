@@ -313,6 +313,15 @@ def test_an_export_that_loses_or_repeats_a_row_fails_without_a_manifest(
         # a pair whose anchor view did not join its text, as if silver/views had lost it
         "lost": (lambda rows: rows.where("anchor_id != 'US-3-A1'"), r"did not join.*US-3-A1"),
         "repeated": (lambda rows: rows.unionByName(rows.limit(1)), r"rows were repeated"),
+        # as many rows lost as repeated: the count matches, the rows do not
+        "lost_and_repeated": (
+            lambda rows: rows.where("anchor_id != 'US-3-A1'").unionByName(
+                rows.where("anchor_id != 'US-3-A1'").limit(
+                    rows.where("anchor_id = 'US-3-A1'").count()
+                )
+            ),
+            r"did not join.*US-3-A1.* and rows were repeated",
+        ),
     }
     for name, (fault, message) in faults.items():
         out = tmp_path / name

@@ -177,15 +177,26 @@ def check_nothing_lost(
     """Raise unless the shards hold exactly one row per ``source`` row (the rows a dataset must
     export, keyed by ``keys``). A row whose texts did not join (a view
     missing from silver/views, a negative without its TAC) would otherwise vanish from the
-    training data unseen; the error names some of them and the manifest is never written."""
+    training data unseen; the error names some of them and the manifest is never written.
+    Lost and repeated rows are looked for even when the count matches: one of each would
+    cancel out in the count."""
     expected = source.count()
-    if written == expected:
-        return
     lost = source.select(*keys).join(rows.select(*keys), keys, "left_anti").limit(5).collect()
-    named = "; ".join(", ".join(f"{k}={r[k]}" for k in keys) for r in lost)
-    causes = [f"rows did not join their texts (silver/views), e.g. {named}"] if lost else []
-    if written > expected or not lost:
-        causes.append("rows were repeated (a key of silver/views or silver/patents is not unique)")
+    repeated = rows.groupBy(*keys).count().where("count > 1").limit(5).collect()
+    if written == expected and not lost and not repeated:
+        return
+
+    def named(found: list) -> str:
+        return "; ".join(", ".join(f"{k}={r[k]}" for k in keys) for r in found)
+
+    causes = [f"rows did not join their texts (silver/views), e.g. {named(lost)}"] if lost else []
+    if repeated:
+        causes.append(
+            "rows were repeated (a key of silver/views or silver/patents is not unique), "
+            f"e.g. {named(repeated)}"
+        )
+    if not causes:
+        causes.append("the shards read back do not hold the rows written")
     raise ValueError(
         f"the export wrote {written:,} rows for the {expected:,} of {table}: "
         + " and ".join(causes)
