@@ -79,6 +79,30 @@ def test_the_bias_of_a_two_claim_graph_is_the_expected_matrix():
     assert (graph_bias(owners, [], relation_bias, connectivity=False) == 0).all()
 
 
+def test_the_bias_is_built_on_the_device_of_its_inputs():
+    """The Trainer moves claim_of_token and relation_bias to the GPU; a tensor the bias built
+    on the default device met them in one einsum and failed on the first CUDA step. The
+    'meta' device stands in for the GPU here: it does not check devices itself, so every
+    einsum's operands are recorded."""
+    from torch.overrides import TorchFunctionMode
+
+    devices = []
+
+    class Operands(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            if func is torch.Tensor.item and args[0].device.type == "meta":
+                return 1  # the largest claim index of the owners below
+            if func is torch.einsum:
+                devices.append({a.device.type for a in args[1:] if isinstance(a, torch.Tensor)})
+            return func(*args, **(kwargs or {}))
+
+    owners = torch.tensor([GLOBAL, 0, 0, 1, GLOBAL], device="meta")
+    with Operands():
+        bias = graph_bias(owners, [(1, 0, "legal")], torch.zeros(2, 2, device="meta"))
+    assert bias.device.type == "meta"
+    assert devices and all(d == {"meta"} for d in devices), devices
+
+
 def test_claim_spans_come_from_the_tokenizer_offsets(me5):
     encoder = Encoder.from_pretrained(me5)
     ids, owners = tokenize_claims(encoder.tokenizer, GRAPHS[0], 512, "passage: ")

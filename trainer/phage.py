@@ -127,12 +127,14 @@ def graph_bias(
     n_claims = int(claim_of_token.max().item()) + 1 if length else 0
     size = max(n_claims, 1)
     onehot = _claim_onehot(claim_of_token, size, relation_bias.dtype)  # (L, C)
-    joined = torch.zeros(len(relations), size, size)
+    # on the inputs' device: the Trainer has moved them to the GPU
+    joined = torch.zeros(
+        len(relations), size, size, device=claim_of_token.device, dtype=relation_bias.dtype
+    )
     for src, dst, relation in edges:
         if src < n_claims and dst < n_claims:  # edges to claims cut off by truncation drop
             r = relations.index(relation)
             joined[r, src, dst] = joined[r, dst, src] = 1.0
-    joined = joined.to(relation_bias.dtype)
     per_relation = torch.einsum("ic,rcd,jd->rij", onehot, joined, onehot)  # (R, L, L)
     bias = torch.einsum("rh,rij->hij", relation_bias, per_relation)
     if connectivity:
