@@ -107,6 +107,55 @@ def test_patents_section_languages_and_primary_language(spark):
     assert (fam["family_id"], list(fam["members"]), fam["n_members"]) == ("100", ["CN-1-A"], 1)
 
 
+def test_the_primary_language_is_one_the_patent_has_text_in(spark):
+    """The query language came from the first raw claims entry even when that entry cleaned
+    to nothing: a patent with no text in it became a query nobody could score, and a training
+    patent lost its Stage II query views."""
+    record = gp_record("JP-1-A", family="100", lang="ja", claims="1. 装置。")
+    record["claims_localized"].insert(0, {"text": "<br/>", "language": "en", "truncated": False})
+    english = gp_record("EP-2-A", family="200", lang="en")
+    english["claims_localized"] = [{"text": " <p> </p>", "language": "de", "truncated": False}]
+    pubs = bronze(spark, [record, english])
+    views = curation.views(curation.best_texts(pubs))
+    rows = {r["publication_number"]: r for r in curation.patents(pubs, views).collect()}
+    assert (list(rows["JP-1-A"]["languages"]), rows["JP-1-A"]["primary_lang"]) == (["ja"], "ja")
+    # no claims left in any language: the abstract's language
+    assert (list(rows["EP-2-A"]["languages"]), rows["EP-2-A"]["primary_lang"]) == (["en"], "en")
+
+
+def test_text_of_unicode_blanks_only_makes_no_view(spark):
+    """Java's \\S without the Unicode flag counts an em space as text: a patent whose texts
+    were only U+2003 kept views of nothing and was never quarantined."""
+    blank = gp_record("US-5-A1", family="500", abstract="\u2003\u2003", claims="\u2003")
+    blank["title_localized"][0]["text"] = "\u2002"
+    blank["description_localized"][0]["text"] = "\u3000\u205f"
+    pubs = bronze(spark, [blank, gp_record("US-6-A1", family="600")])
+    views = curation.views(curation.best_texts(pubs))
+    assert {r["publication_number"] for r in views.collect()} == {"US-6-A1"}
+    lost = curation.without_views(pubs, views, "2026-01-01 00:00:00").collect()
+    assert [(r["record_id"], r["reason"]) for r in lost] == [("US-5-A1", "no_text_after_cleaning")]
+
+
+def test_ipc_codes_are_trimmed_once_in_bronze(spark):
+    """Codes kept their blanks in bronze: evaluation trimmed them (subclass H04L) but the
+    taxonomy pairs and PHAGE did not (' H04'), so one patent had two subclasses."""
+    from spark_jobs.lib.pairs import ipc_subclasses
+
+    ipc = [
+        {"code": " H04L 29/06", "inventive": True, "first": True},
+        {"code": "\tG06F 17/00 ", "inventive": False, "first": False},
+    ]
+    pubs = bronze(spark, [gp_record("US-7-A1", family="700", ipc=ipc)])
+    views = curation.views(curation.best_texts(pubs))
+    row = (
+        curation.patents(pubs, views)
+        .select("ipc_codes", "ipc_section", ipc_subclasses("ipc_codes").alias("subclasses"))
+        .first()
+    )
+    assert list(row["ipc_codes"]) == ["H04L 29/06", "G06F 17/00"]
+    assert (row["ipc_section"], list(row["subclasses"])) == ("H", ["G06F", "H04L"])
+
+
 def test_publications_without_views_are_quarantined(spark):
     pubs = bronze(spark, [gp_record("US-1-A1"), gp_record("US-2-A1")])
     views = curation.views(curation.best_texts(pubs)).where("publication_number = 'US-1-A1'")

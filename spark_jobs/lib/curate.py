@@ -115,19 +115,28 @@ def ipc_section(ipc: Column, cpc: Column) -> Column:
     return F.coalesce(_main_section(ipc), _main_section(cpc))
 
 
-def primary_language(publications: DataFrame) -> Column:
-    """Language of the claims (else abstract, description, title): the original language."""
-    firsts = [
-        F.try_element_at(F.col(TEXT_FIELDS[f]), F.lit(1)).language
-        for f in ("claims", "abstract", "description", "title")
-    ]
-    return F.coalesce(*firsts)
+def primary_language(languages: dict[str, Column]) -> Column:
+    """Language of the claims (else abstract, description, title): the original language.
+    ``languages`` holds, per field, the languages in which the field has a view: an entry
+    that cleaned to nothing names no language the patent has text in."""
+
+    def first(entries: Column, langs: Column) -> Column:
+        kept = F.filter(entries, lambda e: F.array_contains(langs, e.language))
+        return F.try_element_at(kept, F.lit(1)).language
+
+    fields = ("claims", "abstract", "description", "title")
+    return F.coalesce(*[first(F.col(TEXT_FIELDS[f]), languages[f]) for f in fields])
 
 
 def patents(publications: DataFrame, view_rows: DataFrame) -> DataFrame:
     """silver/patents: publications that have at least one view."""
+    field_views = {"claims": "CLAIM", "abstract": "ABS", "description": "DESC", "title": "TITLE"}
     langs = view_rows.groupBy("publication_number").agg(
-        F.array_sort(F.collect_set("lang")).alias("languages")
+        F.array_sort(F.collect_set("lang")).alias("languages"),
+        *[
+            F.collect_set(F.when(F.col("view") == view, F.col("lang"))).alias(f"_{field}")
+            for field, view in field_views.items()
+        ],
     )
     return publications.join(langs, "publication_number", "inner").select(
         "publication_number",
@@ -142,7 +151,7 @@ def patents(publications: DataFrame, view_rows: DataFrame) -> DataFrame:
         F.transform("ipc", lambda e: e.code).alias("ipc_codes"),
         F.transform("cpc", lambda e: e.code).alias("cpc_codes"),
         "languages",
-        primary_language(publications).alias("primary_lang"),
+        primary_language({f: F.col(f"_{f}") for f in field_views}).alias("primary_lang"),
     )
 
 

@@ -819,7 +819,12 @@ def to_bronze_publications(valid: DataFrame, source_format: str, ingested_at) ->
     """Typed bronze rows from valid, de-duplicated records."""
 
     def classification(c: str) -> Column:
-        return F.filter(F.coalesce(F.col(c), F.array()), lambda e: ~_blank(e.code))
+        # codes trimmed of every blank (tabs too) here, once: each reader takes a prefix
+        trimmed = F.transform(
+            F.coalesce(F.col(c), F.array()),
+            lambda e: e.withField("code", F.regexp_replace(e.code, r"(?U)^\s+|\s+$", "")),
+        )
+        return F.filter(trimmed, lambda e: ~_blank(e.code))
 
     return valid.select(
         F.trim("publication_number").alias("publication_number"),

@@ -180,7 +180,7 @@ def ranked_entries(
             text = abstract_text(text)
         elif field == "description":
             text = description_text(text)
-        if text:
+        if text and not text.isspace():  # blanks beyond clean_text's (U+2003, U+205F)
             keyed.append(((_preference(entry["truncated"]), -len(text), position), entry, text))
     keyed.sort(key=lambda k: k[0])
     return [(entry["language"], text) for _, entry, text in keyed]
