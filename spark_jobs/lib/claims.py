@@ -109,7 +109,8 @@ _KEYWORD_EUROPEAN = _keyword(_CLAIM_WORDS)
 # lower-cased form holds one of these stems: the full patterns cost 4x as much on every claim.
 _EUROPEAN_STEMS = re.compile(r"anspr|revendica|reivindica|rivendica")
 _PREVIOUS_STEMS = re.compile(
-    r"preced|previous|foregoing|above|prior|前述|上述|前面|前記いずれか|前記何れか|先行|선행|전술|앞선"
+    r"preced|previous|foregoing|above|prior|前述|上述|前面|前記いずれか|前記何れか|前記の?請求項"
+    r"|先行|선행|전술|앞선"
     r"|vorh|voran|vorst|précéd|antérieur|anterior|precedent"
 )
 # NFKC leaves the wave dash of Japanese texts (〜, U+301C; "請求項１〜３") and the dashes
@@ -131,15 +132,18 @@ _CONNECTOR = re.compile(
     re.IGNORECASE,
 )
 _ALL_PREVIOUS = re.compile(
-    r"(?:any|one|each)\s+(?:one\s+)?(?:of\s+the\s+)?(?:preceding|previous|foregoing|above|prior)"
-    r"\s+claims?\b"
+    r"(?:any|one|each)\s+(?:one\s+)?(?:or\s+more\s+)?(?:of\s+the\s+)?"
+    r"(?:preceding|previous|foregoing|above|prior)\s+claims?\b"
+    r"|(?:any|one)\s+(?:one\s+)?of\s+the\s+claims\s+above\b"
     r"|(?:前述|上述|前面)的?(?:任一|任意一)项?(?:权利要求|權利要求)"
     r"|(?:前述|上述|前面)的?(?:权利要求|權利要求)中?的?(?:任一|任意一)项?"
-    r"|(?:前記|先行する)(?:いずれか|何れか)の請求項|(?:前述の|先行する)請求項の(?:いずれか|何れか)"
+    r"|(?:前記|先行する)(?:いずれか|何れか)の請求項"
+    r"|(?:前述の|前記の?|先行する)請求項の(?:いずれか|何れか)"
     r"|(?:선행하는|전술한|앞선|선행)\s*(?:청구)?항\s*중\s*어느\s*(?:한\s*)?항"
-    r"|(?:einem|einen|jedem)\s+der\s+(?:vorhergehenden|vorangehenden|vorstehenden|vorherigen)"
-    r"\s+Ansprüche"
-    r"|(?:l['’]une|l['’]un|une|un)\s+(?:quelconque\s+)?des\s+revendications\s+"
+    r"|(?:einem|einen|jedem)(?:\s+oder\s+mehreren)?\s+der\s+"
+    r"(?:vorhergehenden|vorangehenden|vorangegangenen|vorstehenden|vorherigen)\s+Ansprüche"
+    r"|(?:l['’]une|l['’]un|une|un|n['’]importe\s+laquelle)\s+(?:quelconque\s+)?"
+    r"des\s+revendications\s+"
     r"(?:précédentes|antérieures)"
     r"|(?:cualquiera|una)\s+de\s+las\s+reivindicaciones\s+(?:anteriores|precedentes)"
     r"|(?:qualquer\s+uma|uma)\s+das\s+reivindicações\s+(?:anteriores|precedentes)"
@@ -338,9 +342,9 @@ def _references(text: str, own_number: int) -> list[tuple[str, tuple[int, ...]]]
             nxt = _NUMBER.match(text, conn.end())
             value = int(nxt.group(1))
             if conn.group(1) and value >= numbers[-1]:  # a range word, not a list word
-                numbers.extend(range(numbers[-1] + 1, value + 1))
-            else:
-                numbers.append(value)
+                # only the claims before this one count: "1 to 10000000" costs nothing more
+                numbers.extend(range(numbers[-1] + 1, min(value, own_number)))
+            numbers.append(value)
             pos = nxt.end()
         consumed = pos
         earlier = tuple(sorted({n for n in numbers if 0 < n < own_number}))
