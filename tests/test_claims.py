@@ -477,6 +477,28 @@ def test_a_serial_comma_before_or_and_continues_the_list():
     assert parse_references("The device of claim 1, a 3-way valve.", own_number=4) == (1,)
 
 
+def test_a_claim_ending_in_the_next_claims_number_is_not_cut_there():
+    """In "wherein n is 1 or 2.\n2. The compound": the '2.' of the formula was taken for claim
+    2's marker, so claim 1 (the FIC view) lost its end and claim 2 kept its marker."""
+    text = (
+        "1. A compound of formula (I), wherein n is 1 or 2.\n"
+        "2. The compound of claim 1, wherein n is 2.\n"
+        "3. The compound of claim 1, wherein n is 4.\n"
+        "4. The compound of claim 3, wherein R is methyl."
+    )
+    claims = split_claims(text, "en")
+    assert [(c.number, c.depends_on) for c in claims] == [(1, ()), (2, (1,)), (3, (1,)), (4, (3,))]
+    assert [c.text for c in claims] == [
+        "A compound of formula (I), wherein n is 1 or 2.",
+        "The compound of claim 1, wherein n is 2.",
+        "The compound of claim 1, wherein n is 4.",
+        "The compound of claim 3, wherein R is methyl.",
+    ]
+    # inline claims: the marker after the sentence's end is the claim's
+    inline = split_claims("1. A cup of size 1 or 2. 2. The cup of claim 1.", "en")
+    assert [c.text for c in inline] == ["A cup of size 1 or 2.", "The cup of claim 1."]
+
+
 def test_forward_and_self_references_are_ignored():
     assert parse_references("The cup of claim 3 or claim 2.", own_number=2) == ()
 

@@ -224,6 +224,24 @@ def _ends_item(text: str, at: int) -> bool:
     return not (before and before[-1] in ";；,，:：") and _after_sentence_end(text, at)
 
 
+def _marker_ahead(text: str, markers: list[re.Match], i: int, reach: int = 50) -> bool:
+    """True when a later marker of ``markers[i]``'s number follows the end of a sentence or a
+    line before any marker of the next number: the number at ``i`` ends a claim's text ("n
+    is 1 or 2.") and that later one opens the claim."""
+    number = int(markers[i].group(1))
+    for m in markers[i + 1 : i + 1 + reach]:
+        found = int(m.group(1))
+        if found == number + 1:
+            return False
+        if (
+            found == number
+            and not (m.group(3) or m.group(2) in ":：")
+            and _after_sentence_end(text, m.start(1))
+        ):
+            return True
+    return False
+
+
 def _opens_claims(text: str, pos: int, marker: int) -> bool:
     """True when ``text[pos:marker]``, before claim 1's marker, is no claim text."""
     before = text[pos:marker].rstrip(" \t\r\f\v")
@@ -267,7 +285,8 @@ def _numbered_spans(text: str) -> list[tuple[int, int, int]]:
     skipped = 0  # claims cancelled as ranges inside the claims
     spans = list(_CANCELLED_SPAN.finditer(text, pos)) if _may_cancel(text) else []
     covered = 0  # the end of the last cancelled range taken: markers inside it are none
-    for m in _MARKER.finditer(text, pos):
+    markers = list(_MARKER.finditer(text, pos))
+    for i, m in enumerate(markers):
         number, at, start = int(m.group(1)), m.start(1), m.start()
         while spans and spans[0].start() <= at:
             c = spans.pop(0)
@@ -294,6 +313,8 @@ def _numbered_spans(text: str) -> list[tuple[int, int, int]]:
         if not segments and number == first and not _opens_claims(text, pos, start):
             continue  # "a length of 1. The cup is blue.": claim text, no marker
         if number == expected and (number != inner_next or _ends_item(text, at)):
+            if not _after_sentence_end(text, at) and _marker_ahead(text, markers, i):
+                continue  # "wherein n is 1 or 2.\n2. The compound": the second one
             segments.append((number, start, m.end()))
             inner_next = 0
         elif number == 1 and segments:
