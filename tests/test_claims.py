@@ -302,11 +302,21 @@ def test_claims_keep_their_text_as_written():
         "一种杯子，容量为１０ｍｌ。",
         "根据权利要求１所述的杯子。",
     ]
-    # a character whose normal form is longer (㎏ -> kg) moves every later one: the normal form
+    # a character whose normal form is longer (㎏ -> kg, ℃ -> °C) moves every later one; the
+    # claims are still found in the text as written. One ℃ in claim 2 turned claim 1 (the
+    # FIC view) into its normal form: "，" became ","
     moved = "1. 重量1㎏的杯子。2. 根据权利要求1所述的杯子。"
     assert [(c.text, c.depends_on) for c in split_claims(moved, "zh")] == [
-        ("重量1kg的杯子。", ()),
+        ("重量1㎏的杯子。", ()),
         ("根据权利要求1所述的杯子。", (1,)),
+    ]
+    celsius = (
+        "1．一种杯子，包括把手（A）。\n2．根据权利要求１所述的杯子，耐热100℃，重1㎏。\n3．盖。"
+    )
+    assert [(c.text, c.depends_on) for c in split_claims(celsius, "zh")] == [
+        ("一种杯子，包括把手（A）。", ()),
+        ("根据权利要求１所述的杯子，耐热100℃，重1㎏。", (1,)),
+        ("盖。", ()),
     ]
     # one character composed (e + U+0301 -> é) and one expanded (㎏ -> kg): the same length,
     # but the places moved, so the normal form again

@@ -10,9 +10,11 @@ Spark's built-in string functions.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 
 
@@ -178,6 +180,31 @@ def _composing() -> re.Pattern:
     }
     ranges = "\u1100-\u11ff\ua960-\ua97f\ud7b0-\ud7ff\U00010000-\U0010ffff"
     return re.compile("[" + "".join(re.escape(c) for c in sorted(chars)) + ranges + "]")
+
+
+@functools.cache
+def _resized() -> re.Pattern:
+    """Characters of the Basic Multilingual Plane whose NFKC form is not one character
+    (㎏ -> kg, ℃ -> °C). Built on first use, like :func:`_composing`."""
+    chars = (chr(c) for c in range(0x10000) if len(unicodedata.normalize("NFKC", chr(c))) != 1)
+    return re.compile("[" + "".join(re.escape(c) for c in chars) + "]")
+
+
+def _original_places(text: str, clean: str) -> Callable[[int], int] | None:
+    """Where each place of ``clean`` (``normalize(text)``) lies in ``text``, when NFKC mapped
+    every character by itself (``_composing``); None when the texts are equal or characters
+    were composed (e + U+0301 -> é: no place of ``text`` holds the result)."""
+    if clean == text or _composing().search(text):
+        return None
+    if len(clean) == len(text):
+        return lambda place: place
+    ends, shifts = [], []  # the clean place after each resized character, the shift from there
+    shift = 0
+    for m in _resized().finditer(text):
+        shift += len(unicodedata.normalize("NFKC", m.group())) - 1
+        ends.append(m.start() + shift + 1)
+        shifts.append(shift)
+    return lambda place: place - (shifts[k - 1] if (k := bisect.bisect_right(ends, place)) else 0)
 
 
 def normalize(text: str) -> str:
@@ -399,11 +426,9 @@ def split_claims(text: str | None, lang: str | None = None) -> list[Claim]:
             return []  # every claim cancelled
         return [Claim(1, " ".join(text.split()), ())]
     # Markers and references are read in the normalized text; a claim keeps its text as
-    # written (full-width punctuation and digits) where normalization left every character
-    # in its place, which nearly every text does.
-    source = clean
-    if clean != text and len(clean) == len(text) and not _composing().search(text):
-        source = text  # every character normalized by itself, to one: the same places
+    # written (full-width punctuation and digits, ℃) where normalization mapped every
+    # character by itself, which nearly every text does.
+    original = _original_places(text, clean)
     claims = []
     for number, start, end in spans:
         label = _STATUS.match(clean, start, end)
@@ -411,7 +436,9 @@ def split_claims(text: str | None, lang: str | None = None) -> list[Claim]:
         body = " ".join(clean[start:end].split())
         if not body or _CANCELLED.fullmatch(body):
             continue
-        written = body if source is clean else " ".join(source[start:end].split())
+        written = (
+            body if original is None else " ".join(text[original(start) : original(end)].split())
+        )
         claims.append(Claim(number, written, _numbers(_references(body, number))))
     return claims
 
