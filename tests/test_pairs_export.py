@@ -437,3 +437,26 @@ def test_cross_language_pairs_join_members_of_different_languages(spark):
         ("CN-5-B", "zh", "JP-5-A", "ja"),
         ("CN-5-B", "en", "JP-5-A", "ja"),
     }
+
+
+def test_rows_tied_on_the_seeded_order_are_written_in_one_order(spark, tmp_path):
+    """Rows sort by a seeded number of ~2^31 values: about two ties a 100,000-row shard. Tied
+    rows kept the order the input arrived in (another shuffle partitioning, a rewritten
+    table), so the same rows and seed gave other shard bytes and another training order."""
+    from spark_jobs.lib import export as export_rules
+    from spark_jobs.lib.sampling import uniform
+
+    keys = ("recipe", "pair_type", "anchor_id", "anchor_lang", "positive_id", "positive_lang")
+    tied = ["CN-39308-A", "CN-49056-A"]  # the same number for seed 13
+    rows = [("xembed", "ABS-CLAIM", i, "zh", i, "zh", f"文本 {i}", f"正文 {i}") for i in tied]
+    columns = [*keys, "anchor_text", "positive_text"]
+    numbers = spark.createDataFrame(rows, columns).select(uniform(13, *keys)).collect()
+    assert len({r[0] for r in numbers}) == 1
+    for fmt in ("parquet", "swift_jsonl"):
+        written = []
+        for order in (rows, rows[::-1]):
+            out = tmp_path / f"{fmt}-{len(written)}"
+            frame = spark.createDataFrame(order, columns).repartition(2)
+            shards = export_rules.write_shards(spark, frame, str(out), fmt, 100_000, 13, keys)
+            written.append((out / shards[0]["file"]).read_bytes())
+        assert written[0] == written[1], fmt

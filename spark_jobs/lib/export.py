@@ -238,14 +238,20 @@ def write_shards(
     fs.delete(spark, f"{out}/_manifest.json")
     total = rows.count()
     n_shards = max(1, math.ceil(total / rows_per_shard))
-    keyed = rows.withColumn("_u", uniform(seed, *key_columns)).withColumn(
-        "_shard", F.least(F.floor(F.col("_u") * n_shards).cast("int"), F.lit(n_shards - 1))
+    keyed = (
+        rows.withColumn("_u", uniform(seed, *key_columns))
+        .withColumn(
+            "_shard", F.least(F.floor(F.col("_u") * n_shards).cast("int"), F.lit(n_shards - 1))
+        )
+        # the keys break ties of the seeded number (~2^31 values: two a 100,000-row shard),
+        # which otherwise keep the order the input arrived in
+        .withColumn("_key", F.struct(*key_columns))
     )
     if fmt == "swift_jsonl":
         keyed = swift_lines(keyed)
-    ordered = keyed.repartition(n_shards, "_shard").sortWithinPartitions("_shard", "_u")
+    ordered = keyed.repartition(n_shards, "_shard").sortWithinPartitions("_shard", "_u", "_key")
     staging = f"{out}/_staging"
-    writer = ordered.drop("_u").write.mode("overwrite").partitionBy("_shard")
+    writer = ordered.drop("_u", "_key").write.mode("overwrite").partitionBy("_shard")
     if fmt == "parquet":
         writer.parquet(staging)
     else:
