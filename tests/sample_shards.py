@@ -93,12 +93,19 @@ def write_sample_stage2_shards(
     return write_stage2_shard(folder, rows, f"sample2-{seed}-{n_patents}-{negatives}")
 
 
-def write_stage2_shard(folder: str | Path, rows: list[dict], content_hash: str) -> dict:
+def write_stage2_shard(
+    folder: str | Path, rows: list[dict], content_hash: str, compression: str = "snappy"
+) -> dict:
     """``rows`` (Stage II-shaped dicts) as one shard with its manifest, audited: no evaluation
-    split exists here, so no family can leak."""
+    split exists here, so no family can leak. Pages carry checksums, as Spark writes them."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist(rows), folder / "shard-00000.parquet")
+    pq.write_table(
+        pa.Table.from_pylist(rows),
+        folder / "shard-00000.parquet",
+        compression=compression,
+        write_page_checksum=True,
+    )
     manifest = {
         "dataset": "stage2",
         "format": "parquet",

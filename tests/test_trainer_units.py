@@ -651,3 +651,28 @@ def test_qwen3_embedding_pools_its_end_of_text_token(tmp_path):
     last = last_tokens(Encoder.from_pretrained(str(folder)))
     assert [row[-1] for row in last] == [end, end]
     assert all(row[0] != end and tokenizer.eos_token_id not in row for row in last)
+
+
+def test_a_shard_changed_in_place_is_refused_by_its_page_checksums(tmp_path):
+    """One character changed for another of the same size (锂 -> 铝) keeps the shard's size
+    and row count, all the manifest check reads: the trainer trained on the altered text.
+    Spark writes a checksum on every page; the reader now verifies them."""
+    from tests.sample_shards import write_stage2_shard
+    from trainer.data import read_examples, read_manifest
+
+    row = {
+        "family_id": "F1",
+        "positive_family_id": "F2",
+        "query_text": "一种锂离子电池",
+        "query_lang": "zh",
+        "positive_text": "正极材料",
+        "negative_texts": ["负极"],
+        "families": ["F1", "F2", "F3"],
+    }
+    write_stage2_shard(tmp_path, [row], "crc", compression="none")
+    assert [e.query for e in read_examples(str(tmp_path))] == ["一种锂离子电池"]
+    shard = tmp_path / "shard-00000.parquet"
+    shard.write_bytes(shard.read_bytes().replace("锂".encode(), "铝".encode(), 1))
+    read_manifest(str(tmp_path))  # the same size and rows: the footer cannot tell
+    with pytest.raises(ValueError, match=r"shard-00000.parquet.*export the data again"):
+        list(read_examples(str(tmp_path)))

@@ -61,8 +61,9 @@ def _check_shards(folder: str, manifest: dict) -> None:
     """The shards are those the audited export wrote: each exists, has the size and holds the
     rows the manifest counted (read from the file system and the Parquet footers, no data). A
     shard replaced, cut or grown after the export holds rows the leakage audit never saw:
-    refused before any training. (An edit that keeps both the row count and the byte size
-    would pass: no content hash, which would cost a full read of every shard.)"""
+    refused before any training. An edit that keeps both the row count and the byte size
+    passes here (a content hash would cost a full read of every shard) and fails the page
+    checksums when :func:`shard_rows` reads it."""
     for shard in manifest.get("shards", []):
         path = Path(folder) / shard["file"]
         size = path.stat().st_size if path.is_file() else None
@@ -114,9 +115,21 @@ def shard_rows(
     if shard_order_seed is not None:
         random.Random(shard_order_seed).shuffle(shards)
     for name in shards:
-        file = pq.ParquetFile(Path(folder) / name)
+        # Spark writes a checksum on every page: a shard changed in place after the audit
+        # (same size and rows, all _check_shards reads) is refused here, before its rows
+        file = pq.ParquetFile(Path(folder) / name, page_checksum_verification=True)
         names = file.schema_arrow.names
-        for batch in file.iter_batches(batch_size=2048, columns=[c for c in columns if c in names]):
+        batches = file.iter_batches(batch_size=2048, columns=[c for c in columns if c in names])
+        while True:
+            try:
+                batch = next(batches, None)
+            except OSError as error:
+                raise ValueError(
+                    f"{folder}: shard {name} is damaged ({error}): it changed after the "
+                    "audited export; export the data again with spark_jobs/export_training.py"
+                ) from None
+            if batch is None:
+                break
             yield from batch.to_pylist()
 
 
