@@ -25,7 +25,7 @@ tasks"):
 from __future__ import annotations
 
 import zlib
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 
 import numpy as np
@@ -220,11 +220,22 @@ def v_measure(labels, assigned) -> dict[str, float]:
 
 
 def clustering(embeddings: np.ndarray, labels: list[str], seed: int) -> dict[str, float]:
-    """k-means with k = number of labels; V-measure, homogeneity, completeness."""
-    k = len(set(labels))
-    if k < 2 or len(labels) < k:
+    """k-means with k = number of labels held by at least two rows; V-measure, homogeneity,
+    completeness. A label of one row is left out (``rows`` counts those kept): with every
+    label its own cluster, k-means scores a perfect V-measure on any embeddings."""
+    counts = Counter(labels)
+    kept = np.array([counts[label] >= 2 for label in labels], dtype=bool)
+    k = sum(n >= 2 for n in counts.values())
+    if k < 2:
         raise ValueError(
-            f"clustering needs at least two labels and k rows: {len(labels)} rows, {k}"
+            f"clustering needs at least two labels of two rows or more: {len(labels)} rows, "
+            f"{len(counts)} labels, {k} of them with two rows or more"
         )
-    assigned = cluster_assignments(embeddings, k, seed)
-    return {**v_measure(labels, assigned), "clusters": k, "rows": len(labels)}
+    kept_labels = [label for label, keep in zip(labels, kept, strict=True) if keep]
+    assigned = cluster_assignments(np.asarray(embeddings)[kept], k, seed)
+    return {
+        **v_measure(kept_labels, assigned),
+        "clusters": k,
+        "rows": len(kept_labels),
+        "left_out": len(labels) - len(kept_labels),
+    }
