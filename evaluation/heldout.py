@@ -28,17 +28,27 @@ class NotHeldOutError(ValueError):
     """A model trained on a family the evaluation queries."""
 
 
-def trained_ancestors(model_path: str) -> list[dict]:
+def trained_ancestors(model_path: str, info: Callable[[str], None] = print) -> list[dict]:
     """The registry rows of ``model_path`` and its ``parent_model`` chain, newest first;
-    [] for a model our trainer did not write (a base model, a builtin)."""
+    [] for a model our trainer did not write (a base model, a builtin). A parent that is not
+    found here (a path relative to where it trained, a model moved) ends the chain with a
+    message: its data cannot be checked."""
     chain, path, seen = [], Path(model_path), set()
     while (path / REGISTRY).is_file() and path.resolve() not in seen:
         seen.add(path.resolve())
         row = json.loads((path / REGISTRY).read_text())
         chain.append(row)
-        if not row.get("parent_model"):
+        parent = row.get("parent_model")
+        if not parent:
             break
-        path = Path(row["parent_model"])
+        path = Path(parent)
+        if not path.exists() and not parent.startswith("builtin:"):
+            info(
+                f"held-out check: the parent model {parent!r} of {row.get('model_id')!r} is not "
+                f"found from {Path.cwd()}; its training data is not checked (pass its folder "
+                "as an absolute path when training, or evaluate from where it trained)"
+            )
+            break
     return chain
 
 
@@ -66,7 +76,7 @@ def check_held_out(
     family of the evaluation's queries (``lake``'s ``silver/excluded_families`` at
     ``excluded_version``, what the inputs were prepared from)."""
     families = set(query_families)
-    for row in trained_ancestors(model_path):
+    for row in trained_ancestors(model_path, info):
         name = f"{row.get('model_id')!r} ({row.get('output_path')})"
         version = (row.get("data_versions") or {}).get(EXCLUDED)
         source = training_lake(row) or lake

@@ -453,7 +453,8 @@ def test_airflow_dags_test_runs_the_whole_pipeline(tmp_path):
     tested = set(zip(significance.run_a, significance.run_b, strict=True))
     assert {("base-ci", f"{r}-ci") for r in recipes} <= tested
     assert {("phage-base-ci", "phage-ci"), ("phage-nograph-ci", "phage-ci")} <= tested
-    assert registry.set_index("model_id").parent_model["xembed-ci"].endswith("models/stage1")
+    parent = registry.set_index("model_id").parent_model["xembed-ci"]
+    assert parent.endswith("models/stage1") and Path(parent).is_absolute()
     report = (tmp_path / "lake" / "reports" / "eval-ci" / "report.md").read_text()
     assert "Query types" in report and "In- vs out-of-landscape" in report
     assert "Training recipes" in report and "recipe-r4-matched-r3" in report

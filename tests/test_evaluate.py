@@ -382,9 +382,15 @@ def test_a_model_trained_before_the_split_grew_is_refused(spark, tmp_path):
     check_held_out(spark, lake, str(tmp_path), versions[1], {"F2"})  # no registry: a base model
     elsewhere = model("other", 0, trained_on=str(tmp_path / "gone"))
     check_held_out(spark, lake, elsewhere, versions[1], {"F2"}, notes.append)
+    # a parent recorded relative to where it trained is not found from here: said, not skipped
+    moved = model("s2-moved", versions[1], parent="models/s1-relative")
+    check_held_out(spark, lake, moved, versions[1], {"F1", "F2"}, notes.append)
     assert notes == [
         f"held-out check: 'other' ({elsewhere}) trained on {tmp_path / 'gone'}, "
-        "which is not readable; not checked"
+        "which is not readable; not checked",
+        "held-out check: the parent model 'models/s1-relative' of 's2-moved' is not found "
+        f"from {Path.cwd()}; its training data is not checked (pass its folder as an absolute "
+        "path when training, or evaluate from where it trained)",
     ]
 
 

@@ -216,7 +216,8 @@ def main(argv: list[str] | None = None) -> int:
         model_id=model_id,
         stage=args.stage,
         base_model=model_args.model_name_or_path,
-        parent_model=args.init_model,
+        # absolute: evaluation follows the chain from wherever it runs (held-out check)
+        parent_model=_absolute(args.init_model) if args.init_model else None,
         config_json=config,
         data_manifest_hash=manifest.get("content_hash"),
         data_versions=manifest.get("delta_versions"),
