@@ -249,7 +249,9 @@ def evaluate_results(
         meta[qid] = q
     effective = {qid for qid, rel in qrels.items() if rel}
     per_query, aggregated = [], []
-    names = [f"{m}@{k}" for m in ("hit", "recall") for k in cutoffs] + ["mrr", "ndcg@10"]
+    # MRR over the lists as searched: labelled with their depth, which --cutoffs sets
+    mrr = f"mrr@{depth}"
+    names = [f"{m}@{k}" for m in ("hit", "recall") for k in cutoffs] + [mrr, "ndcg@10"]
     inscope_names = [f"inscope_{level}@10" for level in tasks.IPC_LEVELS]
     for dim, lists in results.items():
         runs: dict[tuple, dict] = defaultdict(dict)
@@ -263,6 +265,8 @@ def evaluate_results(
         for (lang, view), run in sorted(runs.items()):
             metrics.write_run(str(out_dir / f"{lang}_{view}_{dim}.trec"), run, tag)
             scored = metrics.score_queries(run, {qid: qrels[qid] for qid in run}, cutoffs)
+            for values in scored.values():
+                values[mrr] = values.pop("mrr")
             inscope = {}
             if doc_ipc is not None:
                 query_ipc = {qid: meta[qid]["ipc_codes"] for qid in run}

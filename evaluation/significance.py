@@ -37,11 +37,12 @@ from schemas import defaults
 
 def per_query_values(rows, metric: str, k: int | None) -> dict[tuple, tuple]:
     """(query_id, view) -> (lang, ipc_section, value) from eval/per_query rows of one run and dim."""
-    name = f"{metric}@{k}" if k else metric
+    name = metric if metric == "mrr" or not k else f"{metric}@{k}"
     cutoffs = [k] if k else []
     out = {}
     for r in rows:
-        value = metrics_from_ranks(list(r["x_ranks"]), int(r["n_x"]), cutoffs)[name]
+        ranks = [rank for rank in r["x_ranks"] if not k or rank <= k]
+        value = metrics_from_ranks(ranks, int(r["n_x"]), cutoffs)[name]
         out[(r["query_id"], r["view"])] = (r["lang"], r["ipc_section"], value)
     return out
 
@@ -123,7 +124,8 @@ def compare(
 
 
 def metric_cutoff(metric: str, k: int) -> int | None:
-    """The cutoff a metric is tested at: nDCG@10, MRR uncut, the others at ``k``."""
+    """The cutoff a metric is tested at: nDCG@10, MRR at the depth both runs searched
+    (None here: :func:`main` sets it per pair), the others at ``k``."""
     return None if metric == "mrr" else (10 if metric == "ndcg" else k)
 
 
@@ -171,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
         "--metric",
         default="hit",
         help="hit, recall, mrr or ndcg, or a comma-separated list (e.g. ndcg,hit); nDCG is "
-        "tested at 10, MRR uncut, the others at --k",
+        "tested at 10, MRR at the depth both runs searched, the others at --k",
     )
     parser.add_argument("--k", type=positive_int, default=100)
     parser.add_argument(
@@ -237,6 +239,8 @@ def main(argv: list[str] | None = None) -> int:
     for run_a, run_b in pairs:
         for metric in metrics:
             k = metric_cutoff(metric, args.k)
+            if metric == "mrr":  # the depth both searched: runs of other --cutoffs compare
+                k = min(depth.get(run_a, 0), depth.get(run_b, 0))
             values = {run: per_query_values(rows_of[run], metric, k) for run in (run_a, run_b)}
             results = compare(values[run_a], values[run_b], metric, k, args.permutations, args.seed)
             rows = [

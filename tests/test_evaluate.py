@@ -40,9 +40,18 @@ def test_a_family_member_ranked_first_is_removed_before_scoring(tmp_path):
     )
     assert per_query[0]["first_x_rank"] == 2 and per_query[0]["x_ranks"] == [2]
     overall = {(r["metric"], r["k"]): r["value"] for r in aggregated if r["lang"] == "ALL"}
-    assert (
-        overall[("hit", 1)] == 0.0 and overall[("hit", 2)] == 1.0 and overall[("mrr", None)] == 0.5
-    )
+    assert overall[("hit", 1)] == 0.0 and overall[("hit", 2)] == 1.0 and overall[("mrr", 10)] == 0.5
+    # MRR is over the lists as searched, which --cutoffs sets: its row says how deep. It was
+    # labelled uncut, so runs of other --cutoffs reported 0 and 1/150 under one name
+    far = [(f"D{i}", 1 - i / 1000) for i in range(149)] + [("X1", 0.1)]
+    (tmp_path / "far").mkdir()
+    for cutoffs, expected in (([10, 100], 0.0), ([10, 200], 1 / 150)):
+        collection = {"X1", *(d for d, _ in far)}
+        _, rows = evaluate_results(
+            {64: [far]}, queries, members, collection, cutoffs, tmp_path / "far", "t"
+        )
+        mrr = {r["k"]: r["value"] for r in rows if r["metric"] == "mrr" and r["lang"] == "ALL"}
+        assert mrr == {cutoffs[-1]: pytest.approx(expected)}
     run = (tmp_path / "en_ABS_64.trec").read_text().split("\n")[0].split()
     assert run == ["Q|ABS", "Q0", "D1", "1", "0.9", "t"]
     # cutoffs below 10: the results still go 10 deep, as nDCG@10 (and InScope@10) read them
@@ -64,6 +73,15 @@ def _evaluate(lake_uri: str, inputs: str, model: str, name: str, *extra: str) ->
 
 @pytest.mark.spark
 @pytest.mark.integration
+def test_significance_tests_mrr_at_the_depth_both_runs_searched():
+    """A run searched 200 deep found the first X at rank 150; one searched 100 deep did not
+    see it. MRR compares them at 100, the depth both hold."""
+    rows = [{"query_id": "Q", "view": "ABS", "lang": "en", "ipc_section": "H", "x_ranks": [150],
+             "n_x": 1}]  # fmt: skip
+    assert significance.per_query_values(rows, "mrr", 100) == {("Q", "ABS"): ("en", "H", 0.0)}
+    assert significance.per_query_values(rows, "mrr", 200)[("Q", "ABS")][2] == 1 / 150
+
+
 def test_end_to_end_on_a_file_uri_lake_tables_report_significance_and_sql(
     spark, pipeline, tmp_path, monkeypatch, capsys
 ):
@@ -243,7 +261,7 @@ def test_end_to_end_on_a_file_uri_lake_tables_report_significance_and_sql(
             significance.main(
                 [
                     "--lake", lake_uri, "--pair", "e2e-bm25:e2e-base", "--pair",
-                    "e2e-bm25:e2e-hybrid", "--metric", "ndcg,hit", "--permutations", "200",
+                    "e2e-bm25:e2e-hybrid", "--metric", "ndcg,hit,mrr", "--permutations", "200",
                 ]
             )
             == 0
@@ -251,8 +269,8 @@ def test_end_to_end_on_a_file_uri_lake_tables_report_significance_and_sql(
     both = DeltaTable(f"{lake}/eval/significance").to_pandas()
     per_test = both.groupby(["run_b", "metric", "k"], dropna=False).size()
     assert set(per_test.index) == {
-        ("e2e-base", "hit", 100), ("e2e-base", "ndcg", 10),
-        ("e2e-hybrid", "hit", 100), ("e2e-hybrid", "ndcg", 10),
+        ("e2e-base", "hit", 100), ("e2e-base", "ndcg", 10), ("e2e-base", "mrr", 100),
+        ("e2e-hybrid", "hit", 100), ("e2e-hybrid", "ndcg", 10), ("e2e-hybrid", "mrr", 100),
     }  # fmt: skip
     assert per_test.nunique() == 1  # each comparison has every lang x view row, once
     again = both[(both.run_b == "e2e-base") & (both.metric == "hit")]

@@ -212,7 +212,7 @@ def test_evaluate_results_writes_inscope_strata_and_landscape_rows(tmp_path):
     assert (inside["value"], inside["n_queries"], inside["small_cell"]) == (1.0, 2, False)
     assert (outside["value"], outside["n_queries"], outside["small_cell"]) == (0.0, 1, True)
     assert cell[("retrieval", "year=2026", "ABS", "hit", 2)]["value"] == 1.0
-    assert cell[("retrieval", "country=CN", "TITLE", "mrr", None)]["value"] == 1.0
+    assert cell[("retrieval", "country=CN", "TITLE", "mrr", 10)]["value"] == 1.0  # 10 deep
     assert cell[("inscope", "section=G", "ALL", "inscope_subclass", 10)]["value"] == 0.1
     # the paper's Overall (view ALL) averages its four views only: TITLE is left out of it
     overall = next(
