@@ -676,3 +676,19 @@ def test_a_shard_changed_in_place_is_refused_by_its_page_checksums(tmp_path):
     read_manifest(str(tmp_path))  # the same size and rows: the footer cannot tell
     with pytest.raises(ValueError, match=r"shard-00000.parquet.*export the data again"):
         list(read_examples(str(tmp_path)))
+
+
+def test_an_export_in_another_order_is_other_training_data():
+    """content_hash sums a hash per row: exports of the same rows with another --seed or
+    --rows-per-shard had one identity, so --resume skipped global_step batches of another
+    order (some examples trained twice, others never)."""
+    from trainer.train import data_identity
+
+    shards = [{"file": "shard-00000.parquet", "rows": 10, "bytes": 900}]
+    base = {"content_hash": "0beb2ecb415ae0e2", "seed": 13, "shards": shards}
+    assert data_identity(base) == data_identity(json.loads(json.dumps(base)))
+    reseeded = {**base, "seed": 14}
+    resharded = {**base, "shards": [{**shards[0], "rows": 5}, {**shards[0], "rows": 5}]}
+    identities = {data_identity(m) for m in (base, reseeded, resharded)}
+    assert len(identities) == 3 and all(i.startswith("0beb2ecb415ae0e2:") for i in identities)
+    assert data_identity({"shards": shards}) is None

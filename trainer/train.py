@@ -238,6 +238,21 @@ def main(argv: list[str] | None = None) -> int:
 RUN_IDENTITY = "xembed_run.json"
 
 
+def data_identity(manifest: dict) -> str | None:
+    """The rows of an export and the order the trainer reads them in. ``content_hash`` sums a
+    hash per row, so an export of the same rows with another ``--seed`` or
+    ``--rows-per-shard`` (another order) has the same one; the seed and the shards (name,
+    rows, bytes) fix the order."""
+    if manifest.get("content_hash") is None:
+        return None
+    order = [
+        manifest.get("seed"),
+        [[s["file"], s["rows"], s.get("bytes")] for s in manifest.get("shards", [])],
+    ]
+    digest = hashlib.sha1(json.dumps(order).encode()).hexdigest()[:12]
+    return f"{manifest['content_hash']}:{digest}"
+
+
 def _run_identity(model_args, data_args, args, manifest: dict) -> dict:
     """What fixes the batches a resumed run skips and the validation its best loss was
     measured on: a resume with any of it changed would mix two runs under one registry row."""
@@ -246,8 +261,8 @@ def _run_identity(model_args, data_args, args, manifest: dict) -> dict:
         "stage": args.stage,
         "recipe": data_args.recipe,
         "model": _absolute(args.init_model or model_args.model_name_or_path),
-        "train_data": manifest.get("content_hash"),
-        "validation_data": read_manifest(validation).get("content_hash") if validation else None,
+        "train_data": data_identity(manifest),
+        "validation_data": data_identity(read_manifest(validation)) if validation else None,
         "validation_size": data_args.validation_size,
         "seed": args.seed,
         "global_batch_size": args.per_device_train_batch_size * max(1, args.world_size),
@@ -363,9 +378,7 @@ def own_checkpoint(output_dir: str, checkpoint: str, identity: dict) -> str | No
 
 
 def _model_id(args, manifest: dict) -> str:
-    digest = hashlib.sha1(
-        json.dumps([args.stage, args.seed, manifest.get("content_hash")]).encode()
-    )
+    digest = hashlib.sha1(json.dumps([args.stage, args.seed, data_identity(manifest)]).encode())
     return f"{args.stage}-{datetime.now(UTC):%Y%m%dT%H%M%S}-{digest.hexdigest()[:6]}"
 
 
