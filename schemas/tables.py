@@ -179,14 +179,19 @@ SILVER_CLAIM_GRAPH = TableSpec(
 
 SILVER_EVAL_QUERIES = TableSpec(
     "silver/eval_queries",
-    "Evaluation query patents: filed on/after the cutoff with >= 1 X citation resolved in the corpus.",
+    "Evaluation query patents: filed on/after the cutoff with >= 1 X citation in the candidate "
+    "collection (a TAC view).",
     (
         req("publication_number", "string"),
         req("family_id", "string"),
         req("lang", "string", "query language = the patent's primary language"),
         col("ipc_section", "string"),
         req("filing_date", "date"),
-        req("x_cited", "array<string>", "resolved X citations outside the query's own family"),
+        req(
+            "x_cited",
+            "array<string>",
+            "X citations in the candidate collection, outside the query's own family",
+        ),
         req("n_x_cited", "int"),
     ),
     keys=("publication_number",),

@@ -16,6 +16,7 @@ from lake.cli import run_job
 from schemas import defaults
 from spark_jobs.lib import split as splitting
 from spark_jobs.lib.leakage import LeakageError
+from spark_jobs.lib.retrieval import evaluation_collection
 
 
 def run(
@@ -28,7 +29,8 @@ def run(
     with JobRun(spark, lake, "split", args or {"eval_cutoff": str(cutoff)}, run_id) as job:
         patents = job.read("silver/patents")
         citations = job.read("bronze/citations")
-        found = splitting.eval_queries(patents, citations, cutoff).persist()
+        collection = evaluation_collection(job.read("silver/views"))
+        found = splitting.eval_queries(patents, citations, cutoff, collection).persist()
         if not job.allow_empty and found.isEmpty():
             # every family would train and nothing would be evaluated, hours later
             since = patents.agg(
@@ -36,8 +38,9 @@ def run(
                 F.sum((F.col("filing_date") >= F.lit(cutoff)).cast("int")).alias("n"),
             ).first()
             raise EmptyTableError(
-                f"split: no patent filed on or after {cutoff} has an X citation resolved in "
-                f"the corpus ({since['n'] or 0:,} filed since; the latest filing date is "
+                f"split: no patent filed on or after {cutoff} has an X citation in the "
+                f"candidate collection, the TAC views ({since['n'] or 0:,} filed since; the "
+                "latest filing date is "
                 f"{since['latest']}), so silver/eval_queries would be empty and nothing was "
                 "written. Choose an earlier --eval-cutoff, or pass --allow-empty if that is meant"
             )

@@ -173,6 +173,8 @@ def split_inputs(spark):
             ("Q3", "F3", date(2025, 2, 1), "ja", "B"),  # Y citation only: no query
             ("P1", "F9", date(2019, 1, 1), "en", "H"),
             ("T1", "F8", date(2024, 12, 31), "en", "G"),  # filed before the cutoff: training
+            ("Q4", "F4", date(2025, 4, 1), "en", "C"),  # cites a patent without a TAC: no query
+            ("P2", "F7", date(2018, 1, 1), "en", "C"),  # a title and description only
         ],
         "publication_number string, family_id string, filing_date date, primary_lang string, ipc_section string",
     )
@@ -183,20 +185,23 @@ def split_inputs(spark):
             ("Q3", "P1", "F9", False, True),
             ("T1", "P1", "F9", True, True),
             ("Q1", "US-9-A", None, True, False),
+            ("Q4", "P2", "F7", True, True),
         ],
         "citing string, cited string, cited_family_id string, is_x boolean, resolved boolean",
     )
-    return patents, citations
+    # the candidate collection: every TAC view, P2 has none
+    collection = patents.where("publication_number != 'P2'").select("publication_number")
+    return patents, citations, collection
 
 
-def test_eval_queries_need_cutoff_and_a_resolved_x_citation_outside_the_family(spark):
-    patents, citations = split_inputs(spark)
-    queries = splitting.eval_queries(patents, citations, date(2025, 1, 1)).collect()
+def test_eval_queries_need_cutoff_and_an_x_citation_in_the_collection_outside_the_family(spark):
+    patents, citations, collection = split_inputs(spark)
+    queries = splitting.eval_queries(patents, citations, date(2025, 1, 1), collection).collect()
     assert [
         (q["publication_number"], q["lang"], list(q["x_cited"]), q["n_x_cited"]) for q in queries
     ] == [("Q1", "zh", ["P1"], 1)]
     excluded = splitting.excluded_families(
-        splitting.eval_queries(patents, citations, date(2025, 1, 1))
+        splitting.eval_queries(patents, citations, date(2025, 1, 1), collection)
     ).collect()
     assert [(r["family_id"], list(r["query_publication_numbers"])) for r in excluded] == [
         ("F1", ["Q1"])
@@ -204,9 +209,9 @@ def test_eval_queries_need_cutoff_and_a_resolved_x_citation_outside_the_family(s
 
 
 def test_leakage_audit_catches_family_members_ids_and_arrays(spark):
-    patents, citations = split_inputs(spark)
+    patents, citations, collection = split_inputs(spark)
     excluded = splitting.excluded_families(
-        splitting.eval_queries(patents, citations, date(2025, 1, 1))
+        splitting.eval_queries(patents, citations, date(2025, 1, 1), collection)
     )
     clean = spark.createDataFrame(
         [("T1", "F8", ["P1"])], "anchor_id string, family_id string, negs array<string>"

@@ -15,10 +15,17 @@ def x_citations_in_corpus(citations: DataFrame) -> DataFrame:
     return resolved_x(citations).select("citing", "cited", "cited_family_id")
 
 
-def eval_queries(patents: DataFrame, citations: DataFrame, cutoff: date) -> DataFrame:
-    """Patents filed on/after ``cutoff`` with >= 1 X citation resolved in the corpus."""
+def eval_queries(
+    patents: DataFrame, citations: DataFrame, cutoff: date, collection: DataFrame
+) -> DataFrame:
+    """Patents filed on/after ``cutoff`` with >= 1 X citation in the candidate collection
+    (``collection``: the publication numbers of the TAC views). A cited patent resolved in
+    the corpus but without a TAC (a title and description only, quarantined by curate) is
+    nothing evaluation can find: a query of only such citations would count in no metric,
+    and its family would leave training for nothing."""
     recent = patents.where(F.col("filing_date") >= F.lit(cutoff))
-    x = x_citations_in_corpus(citations)
+    candidates = collection.select(F.col("publication_number").alias("cited")).distinct()
+    x = x_citations_in_corpus(citations).join(candidates, "cited", "left_semi")
     joined = recent.join(x, recent.publication_number == x.citing).where(
         F.col("cited_family_id") != F.col("family_id")
     )
