@@ -21,16 +21,22 @@ from pyspark.sql import functions as F
 
 from lake import fs
 from lake.snapshots import (
+    RUN_TAG,
     MixedLakeError,
     Run,
     Snapshot,
     check_consistent,
+    failed_head,
+    failed_runs,
     succeeded_runs,
     tag,
     visible,
 )
 from lake.tables import (
     commit_info,
+    commit_metadata,
+    commit_versions,
+    conform,
     ensure_table,
     read_table,
     retry_conflicts,
@@ -154,14 +160,22 @@ class JobRun:
                     )
                     + ". Check the input, or pass --allow-empty if an empty table is meant"
                 )
+            rebuilt = self._over_failed_head(df, name, replace_where) if replace_where else None
             version = write_table(
-                self.spark, df, self.lake, name, replace_where, user_metadata=tag(self.run_id)
+                self.spark,
+                df if rebuilt is None else rebuilt,
+                self.lake,
+                name,
+                replace_where if rebuilt is None else None,
+                user_metadata=tag(self.run_id),
             )
         finally:
             if kept:
                 df.unpersist()
         self.outputs[name] = version
-        self.rows_written[name] = self._rows_committed(name, version, replace_where)
+        self.rows_written[name] = self._rows_committed(
+            name, version, replace_where, whole=rebuilt is not None
+        )
         self.info(f"wrote {name} (version {version}, {self.rows_written[name]:,} rows)")
         return version
 
@@ -207,14 +221,49 @@ class JobRun:
         """The rows this run wrote to ``name`` (of its partition, for a partition replace)."""
         return self.rows_written[name]
 
-    def _rows_committed(self, name: str, version: int, replace_where: str | None) -> int:
+    def _over_failed_head(self, df: DataFrame, name: str, replace_where: str) -> DataFrame | None:
+        """The whole table to write instead of a partition replace on a table whose newest
+        commits are failed runs' (None when they are not).
+
+        A Delta version is the whole table and a reader hides only the failed commits
+        themselves: a partition replaced on top of them would publish the failed runs' other
+        partitions (and hide what the last good run wrote there). The rows outside this
+        run's partition come from the version before the failed commits instead."""
+        path = table_path(self.lake, name)
+        newest = next(iter(commit_versions(self.spark, path)), None)
+        if newest is None:
+            return None
+        metadata = commit_metadata(self.spark, path, newest) or ""
+        if metadata == tag(self.run_id) or not metadata.startswith(RUN_TAG):
+            return None
+        if self._runs is not None and metadata[len(RUN_TAG) :] in self._runs:
+            return None  # a successful run's commit: the common case, no run log read
+        base, skipped = failed_head(self.spark, path, failed_runs(self.spark, self.lake))
+        if not skipped:
+            return None
+        self.info(
+            f"{name}: leaving out version(s) {', '.join(map(str, sorted(skipped)))} of failed "
+            f"runs; the rows outside this run's partition come from version {base}"
+        )
+        rows = conform(df, table(name))
+        if base < 0:
+            return rows
+        kept = read_table(self.spark, self.lake, name, base).where(
+            F.expr(f"NOT coalesce(({replace_where}), false)")
+        )
+        return kept.select(*rows.columns).unionByName(rows)
+
+    def _rows_committed(
+        self, name: str, version: int, replace_where: str | None, whole: bool = False
+    ) -> int:
         # The writer's own count (Delta's operationMetrics, counted by the write tasks): no
         # second scan of what was just written. No commit of this run: Delta skips an empty
-        # one, so nothing was written.
+        # one, so nothing was written. ``whole``: the partition was written with the rest of
+        # the table (``_over_failed_head``), so its rows are counted.
         info = commit_info(self.spark, table_path(self.lake, name), version)
         if info.get("userMetadata") != tag(self.run_id):
             return 0
-        counted = (info.get("operationMetrics") or {}).get("numOutputRows")
+        counted = None if whole else (info.get("operationMetrics") or {}).get("numOutputRows")
         if counted is not None:
             return int(counted)
         # no count in the commit: a replace that removed a partition's rows and wrote none

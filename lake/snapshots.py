@@ -68,6 +68,27 @@ def succeeded_runs(spark: SparkSession, lake: str) -> dict[str, Run]:
     }
 
 
+def failed_runs(spark: SparkSession, lake: str) -> set[str]:
+    """The ids of the runs recorded as failed in ``meta/job_runs``."""
+    path = table_path(lake, "meta/job_runs")
+    if not table_exists(spark, path):
+        return set()
+    rows = spark.read.format("delta").load(path).where(F.col("status") == "failed")
+    return {r["run_id"] for r in rows.select("run_id").collect()}
+
+
+def failed_head(spark: SparkSession, path: str, failed: set[str]) -> tuple[int, list[int]]:
+    """(the newest version not committed by a failed run, the newer versions that were);
+    the list is empty when the newest commit is no failed run's."""
+    skipped = []
+    for version, metadata in commits(spark, path):
+        run_id = (metadata or "")[len(RUN_TAG) :] if (metadata or "").startswith(RUN_TAG) else None
+        if run_id is None or run_id not in failed:
+            return version, skipped
+        skipped.append(version)
+    return -1, skipped
+
+
 def visible(spark: SparkSession, lake: str, name: str, runs: dict[str, Run]) -> Snapshot:
     """The newest version of ``name`` that a successful run (or an untagged writer) made."""
     path = table_path(lake, name)

@@ -3,7 +3,7 @@
 import pytest
 from deltalake import DeltaTable
 
-from lake import JobRun, write_table
+from lake import JobRun, read_table, write_table
 from lake.tables import commit_info
 from schemas import TABLES, table
 
@@ -136,6 +136,44 @@ def test_a_run_knows_the_rows_it_wrote_from_its_commit_or_by_counting(spark, lak
         assert "numOutputRows" not in last.get("operationMetrics", {})  # it was counted
     stored = DeltaTable(f"{lake}/quarantine").to_pandas()
     assert sorted(stored.record_id) == ["x0", "x1"] and set(stored.stage) == {"unit"}
+
+
+def test_a_failed_runs_partition_is_not_published_by_the_next_partition_replace(spark, lake):
+    """A Delta version is the whole table and readers hide only a failed run's own commits:
+    a later successful partition replace (curate's quarantine) carried the failed ingest's
+    partition forward, publishing its rows and hiding the good ingest's."""
+    from datetime import UTC, datetime
+
+    from lake.snapshots import succeeded_runs, visible
+
+    def rejected(*ids):
+        frame = spark.createDataFrame(
+            [("bad", i, "{}", "f") for i in ids],
+            "reason string, record_id string, record string, source_file string",
+        )
+        return frame.selectExpr(
+            "*", f"timestamp'{datetime.now(UTC):%Y-%m-%d %H:%M:%S}' AS ingested_at"
+        )
+
+    def published():
+        snapshot = visible(spark, lake, "quarantine", succeeded_runs(spark, lake))
+        rows = read_table(spark, lake, "quarantine", snapshot.version).collect()
+        return sorted((r["stage"], r["record_id"]) for r in rows)
+
+    with JobRun(spark, lake, "ingest", run_id="ingest-ok") as job:
+        job.write_quarantine(rejected("OK-1"))
+    with pytest.raises(RuntimeError, match="killed"), JobRun(spark, lake, "ingest") as job:
+        job.write_quarantine(rejected("FAILED-1", "FAILED-2"))
+        raise RuntimeError("killed before bronze/citations")
+    assert published() == [("ingest", "OK-1")]
+    with JobRun(spark, lake, "curate", run_id="curate-ok") as job:
+        job.write_quarantine(rejected("C-1", "C-2"))
+        assert job.written("quarantine") == 2  # its partition's rows, not the table's
+    assert published() == [("curate", "C-1"), ("curate", "C-2"), ("ingest", "OK-1")]
+    # the next partition replace builds on a successful run's commit: a plain replace
+    with JobRun(spark, lake, "curate", run_id="curate-again") as job:
+        job.write_quarantine(rejected("C-3"))
+    assert published() == [("curate", "C-3"), ("ingest", "OK-1")]
 
 
 def test_failed_job_is_logged_with_its_error(spark, lake):
