@@ -177,3 +177,29 @@ def test_per_language_rows_in_first_seen_order_with_parsed_claims():
         (2, False, [1]),
     ]
     assert (ja["description"], ja["title"]) == ("説明", None)
+
+
+def test_claims_numbered_only_in_their_xml_tags_keep_their_numbers():
+    """EP full-text XML numbers its claims in <claim num="0002"> and not in the text: the
+    tags became blanks and every claim merged into one independent claim 1."""
+    ep = (
+        '<claims id="claims01" lang="en"><claim id="c-en-01-0001" num="0001"><claim-text>A cup '
+        'comprising a handle</claim-text></claim><claim id="c-en-01-0002" num="0002"><claim-text>'
+        'The cup of <claim-ref idref="c-en-01-0001">claim 1</claim-ref>, wherein the handle is '
+        'red.</claim-text></claim><claim id="c-en-01-0003" num="0003"><claim-text>A lid.'
+        "</claim-text></claim></claims>"
+    )
+    # USPTO XML writes the number in the text too: it is not doubled
+    us = (
+        '<claims id="claims"><claim id="CLM-00001" num="00001"><claim-text>1. A cup comprising a '
+        'handle.</claim-text></claim><claim id="CLM-00002" num="00002"><claim-text>2. The cup of '
+        '<claim-ref idref="CLM-00001">claim 1</claim-ref>, wherein the handle is red.'
+        "</claim-text></claim></claims>"
+    )
+    for text, expected in (
+        (ep, [(1, "A cup comprising a handle", []), (2, "The cup of claim 1 , wherein the handle is red.", [1]), (3, "A lid.", [])]),
+        (us, [(1, "A cup comprising a handle.", []), (2, "The cup of claim 1 , wherein the handle is red.", [1])]),
+    ):  # fmt: skip
+        row = per_language(None, None, [{"text": text, "language": "en", "truncated": False}], None)
+        parsed = [(c["claim_number"], c["text"], c["depends_on"]) for c in row[0]["parsed_claims"]]
+        assert parsed == expected

@@ -112,10 +112,22 @@ def _collapse_line_breaks(text: str) -> str:
     return text
 
 
+# A claim numbered in its tag only (EP full-text XML: <claim num="0002"><claim-text>The cup
+# ...), not in its text as USPTO XML also writes it ("<claim-text>2. The cup"): the number
+# goes into the text, on a line of its own, before the tags are dropped.
+_TAGGED_CLAIM = re.compile(
+    r"""<claim\b[^<>]*?\bnum\s*=\s*["']0*([1-9]\d{0,4})["'][^<>]*>"""
+    r"((?>\s*(?:<claim-text\b[^<>]*>\s*)?))(?!\1\s*[.)．])"  # atomic: no backing off
+)
+
+
 def clean_text(text: str) -> str:
     """Drop markup tags (not inequalities), decode character references, collapse blanks
-    within lines and blank lines, strip blanks and line breaks at both ends."""
+    within lines and blank lines, strip blanks and line breaks at both ends. A claim numbered
+    only in its XML tag keeps its number (``1. ``) in the text."""
     if "<" in text:
+        if "num" in text and "<claim" in text:
+            text = _TAGGED_CLAIM.sub(lambda m: f"{m.group(0)}\n{m.group(1)}. ", text)
         text = _TAG.sub(_drop_markup, text)
     if "&" in text:  # after the tags: "&lt;b&gt;" is the text "<b>"
         text = _REFERENCE.sub(lambda m: html.unescape(m.group()), text)
