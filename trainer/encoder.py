@@ -75,7 +75,10 @@ def token_prefixes(tokenizer, texts: list[str], max_length: int) -> list[str]:
     token) is cut there; the prefix is kept when it holds at least 64 tokens more than
     ``max_length``, else it grows fourfold until it does or holds the whole text (runs of
     blanks or symbols a single token spans). The margin keeps the cut, which can change the
-    tokens of the word it splits, beyond every kept token."""
+    tokens of the word it splits, beyond every kept token. One limit: a Unigram tokenizer
+    (XLM-R's) segments a whole unbroken run at once, so in a run of thousands of characters
+    without a blank ("0000...", "xxxx...") the cut can change the run's first tokens too (1-2
+    tokens in such runs; none in measured zh/ja text, DNA and protein sequences)."""
     out = list(texts)
     need = max_length + PREFIX_MARGIN_TOKENS
     chars = need * PREFIX_CHARS_PER_TOKEN
