@@ -19,6 +19,8 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from lake import fs, read_table, table_exists, table_path
+from lake.snapshots import RUN_TAG
+from lake.tables import commit_metadata
 
 EXCLUDED = "silver/excluded_families"
 REGISTRY = "registry.json"  # written by trainer.registry next to every trained model
@@ -53,10 +55,17 @@ def trained_ancestors(model_path: str, info: Callable[[str], None] = print) -> l
 
 
 def training_lake(row: dict) -> str | None:
-    """The lake a trained model's run named (its data came from there), or None."""
+    """The lake a trained model's shards were exported from (recorded since the export
+    manifest names it), else the lake its training run named, or None."""
     config = row.get("config_json") or "{}"
     config = json.loads(config) if isinstance(config, str) else config
-    return (config.get("training") or {}).get("lake")
+    return row.get("data_lake") or (config.get("training") or {}).get("lake")
+
+
+def _writer(spark: SparkSession, lake: str, version: int) -> str | None:
+    """The run that committed ``version`` of the lake's excluded families (None: untagged)."""
+    metadata = commit_metadata(spark, table_path(lake, EXCLUDED), version) or ""
+    return metadata[len(RUN_TAG) :] if metadata.startswith(RUN_TAG) else None
 
 
 def _same(a: str, b: str) -> bool:
@@ -84,11 +93,20 @@ def check_held_out(
         if version is None:
             info(f"held-out check: {name} records no {EXCLUDED} version; not checked")
             continue
-        if same_lake and version == excluded_version:
-            continue  # audited against the exclusions these inputs were prepared from
         if not table_exists(spark, table_path(source, EXCLUDED)):
             info(f"held-out check: {name} trained on {source}, which is not readable; not checked")
             continue
+        # a version number says nothing alone: a lake rebuilt at the same path (another
+        # cutoff, a bigger corpus) numbers its versions from 0 again
+        run = (row.get("data_runs") or {}).get(EXCLUDED)
+        if run is not None and run != (now := _writer(spark, source, version)):
+            info(
+                f"held-out check: {name} trained on {EXCLUDED} version {version} of run {run}; "
+                f"that version of {source} is now run {now}'s (the lake was rebuilt): not checked"
+            )
+            continue
+        if same_lake and version == excluded_version:
+            continue  # audited against the exclusions these inputs were prepared from
         try:
             rows = read_table(spark, source, EXCLUDED, version).select("family_id").collect()
         except Exception as error:  # a version removed by VACUUM or a lake rebuilt since

@@ -160,6 +160,10 @@ def run(
             else ["messages", "positive_messages"]
             + (["negative_messages"] if dataset != "stage1" else []),
             "delta_versions": dict(job.inputs),
+            # the runs that wrote them, and where: another lake (or this one rebuilt) has the
+            # same version numbers, not the same runs (the held-out check compares them)
+            "delta_runs": {n: s.run_id for n, s in job.snapshots.items()},
+            "lake": path_or_uri(lake),
             "content_hash": content_hash,
             "max_chars": max_chars,
             "seed": seed,

@@ -3,6 +3,7 @@
 import json
 import math
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -363,19 +364,18 @@ def test_a_model_trained_before_the_split_grew_is_refused(spark, tmp_path):
     from schemas import table
 
     lake = str(tmp_path / "lake")
-    versions = [
-        write_table(
-            spark,
-            spark.createDataFrame(
-                [(f, [f"{f}-1-A"]) for f in families], table(EXCLUDED).spark_schema()
-            ),
-            lake,
-            EXCLUDED,
-        )
-        for families in (["F1"], ["F1", "F2"])  # the split before and after it grew
-    ]
+    from lake.snapshots import tag
 
-    def model(name, version, parent=None, trained_on=lake):
+    def split(lake, families, run):
+        frame = spark.createDataFrame(
+            [(f, [f"{f}-1-A"]) for f in families], table(EXCLUDED).spark_schema()
+        )
+        return write_table(spark, frame, lake, EXCLUDED, user_metadata=tag(run))
+
+    # the split before and after it grew
+    versions = [split(lake, ["F1"], "split-1"), split(lake, ["F1", "F2"], "split-2")]
+
+    def model(name, version, parent=None, trained_on=lake, run=None):
         folder = tmp_path / name
         folder.mkdir()
         row = {
@@ -384,6 +384,7 @@ def test_a_model_trained_before_the_split_grew_is_refused(spark, tmp_path):
             "parent_model": parent,
             "data_versions": {EXCLUDED: version, "gold/stage2_examples": 3},
             "config_json": json.dumps({"training": {"lake": trained_on}}),
+            **({"data_runs": {EXCLUDED: run}} if run else {}),
         }
         (folder / "registry.json").write_text(json.dumps(row))
         return str(folder)
@@ -403,12 +404,28 @@ def test_a_model_trained_before_the_split_grew_is_refused(spark, tmp_path):
     # a parent recorded relative to where it trained is not found from here: said, not skipped
     moved = model("s2-moved", versions[1], parent="models/s1-relative")
     check_held_out(spark, lake, moved, versions[1], {"F1", "F2"}, notes.append)
+    # the version number alone passed: a lake rebuilt at the same path (here: another lake
+    # whose split excluded other families) numbers its versions from 0 again
+    rebuilt = str(tmp_path / "rebuilt")
+    split(rebuilt, ["F9"], "split-old")
+    split(rebuilt, ["F9", "F8"], "split-old-2")
+    shutil.rmtree(rebuilt)
+    assert [split(rebuilt, f, r) for f, r in ((["F1"], "new-1"), (["F1", "F2"], "new-2"))] == [
+        *versions
+    ]
+    same_runs = model("s-same", versions[1], trained_on=rebuilt, run="new-2")
+    check_held_out(spark, rebuilt, same_runs, versions[1], {"F1", "F2"}, notes.append)
+    before = model("s-before", versions[1], trained_on=rebuilt, run="split-old-2")
+    check_held_out(spark, rebuilt, before, versions[1], {"F1", "F2"}, notes.append)
     assert notes == [
         f"held-out check: 'other' ({elsewhere}) trained on {tmp_path / 'gone'}, "
         "which is not readable; not checked",
         "held-out check: the parent model 'models/s1-relative' of 's2-moved' is not found "
         f"from {Path.cwd()}; its training data is not checked (pass its folder as an absolute "
         "path when training, or evaluate from where it trained)",
+        f"held-out check: 's-before' ({tmp_path / 's-before'}) trained on {EXCLUDED} version "
+        f"{versions[1]} of run split-old-2; that version of {rebuilt} is now run new-2's (the "
+        "lake was rebuilt): not checked",
     ]
 
 

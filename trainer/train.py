@@ -226,7 +226,13 @@ def main(argv: list[str] | None = None) -> int:
         output_path=str(Path(args.output_dir).resolve()),
     )
     if trainer.is_world_process_zero():
-        write_registry(row, args.output_dir, args.lake, extra={"train_metrics": result.metrics})
+        # the lake and runs the shards came from: the held-out check reads registry.json
+        extra = {
+            "train_metrics": result.metrics,
+            "data_lake": manifest.get("lake"),
+            "data_runs": manifest.get("delta_runs"),
+        }
+        write_registry(row, args.output_dir, args.lake, extra=extra)
         print(
             f"[train] saved {model_id} to {args.output_dir} (best validation loss {best})",
             file=sys.stderr,
