@@ -243,3 +243,39 @@ def test_phage_refuses_decoders_and_last_token_pooling():
     with pytest.raises(ValueError, match="pooling auto"):
         PhageEncoder(Encoder.from_pretrained(minilm, EncoderConfig(pooling="last")))
     assert PhageEncoder(Encoder.from_pretrained(minilm, EncoderConfig())).graph
+
+
+def test_validation_batches_put_taxonomy_mates_side_by_side_as_training_does():
+    """Validation was batched as read: 12% of its patents had a same-subclass batch-mate
+    against 97% in training, so the kept checkpoint (lowest validation loss) was chosen on
+    the topology term nearly alone."""
+    import random
+    from collections import Counter
+
+    from trainer.data import family_disjoint_batches, validation_batches
+    from trainer.phage import ClaimGraph
+    from trainer.phage_data import PhageExample
+    from trainer.trainer import PhageTrainer, XembedTrainer
+
+    def with_mate(batches):
+        found = [
+            any(j != i and set(e.subclasses) & set(o.subclasses) for j, o in enumerate(b))
+            for b in batches
+            for i, e in enumerate(b)
+        ]
+        return sum(found) / len(found)
+
+    rng = random.Random(0)
+    subclasses = [f"{s}{n:02d}K" for s in "ABCDEFGH" for n in (1, 4, 21, 33, 61)]  # 40
+    examples = [
+        PhageExample(ClaimGraph(()), (rng.choice(subclasses),), frozenset([f"f{i}"]))
+        for i in range(64)
+    ]
+    as_read = validation_batches(examples, 8, XembedTrainer.eval_order)
+    paired = validation_batches(examples, 8, PhageTrainer.eval_order)
+    assert sorted(id(e) for b in paired for e in b) == sorted(id(e) for e in examples)
+    assert as_read == list(family_disjoint_batches(examples, 8, 65, drop_last=False))
+    # every patent whose subclass another of the 64 holds, but for one of an odd count
+    counts = Counter(e.subclasses[0] for e in examples)
+    pairable = sum(n - n % 2 for n in counts.values()) / len(examples)
+    assert with_mate(as_read) < 0.3 and with_mate(paired) >= pairable > 0.6

@@ -13,7 +13,7 @@ import json
 import random
 import zlib
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
@@ -167,6 +167,18 @@ def own_families(row: dict) -> frozenset[str] | None:
 # The rule family_disjoint_batches keeps, in a resumed run's identity (trainer.train): a
 # checkpoint trained under another rule skipped other batches than this code would.
 BATCHING = "query and positive families disjoint, negative families shared (2026-12-05)"
+
+
+def validation_batches(
+    examples: list, batch_size: int, order: Callable[[Iterator], Iterator] | None = None
+) -> list[list]:
+    """Every validation example once, in family-disjoint batches, put in the ``order`` the
+    training stream puts its examples in (PHAGE: taxonomy mates side by side), so the
+    validation loss measures what training optimizes."""
+    ordered = list(order(iter(examples))) if order else list(examples)
+    return list(
+        family_disjoint_batches(ordered, batch_size, buffer_size=len(ordered) + 1, drop_last=False)
+    )
 
 
 def family_disjoint_batches(

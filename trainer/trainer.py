@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 import torch
@@ -21,11 +22,12 @@ from trainer.data import (
     BatchStream,
     Example,
     RankSlice,
-    family_disjoint_batches,
     negatives_per_example,
+    validation_batches,
 )
 from trainer.encoder import Encoder, format_passage, format_query
 from trainer.phage import PhageEncoder, PhageLoss
+from trainer.phage_data import subclass_pairs
 
 
 class Collator:
@@ -177,15 +179,12 @@ class XembedTrainer(Trainer):
     def get_eval_dataloader(self, eval_dataset=None) -> DataLoader:
         # Every rank scores every validation batch (they are few and may not split evenly);
         # the loss is then computed without cross-rank gathering, see prediction_step.
-        batches = list(
-            family_disjoint_batches(
-                self.validation,
-                self.args.per_device_eval_batch_size,
-                buffer_size=len(self.validation) + 1,
-                drop_last=False,
-            )
+        batches = validation_batches(
+            self.validation, self.args.per_device_eval_batch_size, self.eval_order
         )
         return DataLoader(_ListStream(batches), batch_size=None, collate_fn=self.collator)
+
+    eval_order = None  # the validation examples' order before batching: as read
 
 
 class PhageCollator:
@@ -209,6 +208,14 @@ class PhageTrainer(XembedTrainer):
         super().__init__(*args, loss_fn=loss_fn, **kwargs)
         self.collator = PhageCollator(self.model)
         self._parts: dict[str, list[float]] = defaultdict(list)
+
+    @staticmethod
+    def eval_order(examples: Iterator) -> Iterator:
+        """Taxonomy mates side by side, as :class:`PhageStream` orders training: batched as
+        read, few validation patents had a same-subclass batch-mate, and the checkpoint kept
+        (lowest validation loss) was chosen nearly on the topology term alone."""
+        examples = list(examples)
+        return subclass_pairs(examples, buffer_size=len(examples) + 1)
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
         owners = inputs["claim_of_token"]
