@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from pyspark.sql import functions as F
 
 from schemas import table
 from spark_jobs.lib.query_types import query_texts
@@ -73,6 +74,67 @@ def test_sentences_and_terms_in_chinese_and_japanese():
         "电池包括电极。",
         "电池电极涂层。",
     )
+
+
+def test_summary_sentences_keep_full_width_decimals_and_skip_headings():
+    """０．５ｍｍ was cut at its point, and SUMMARY stitched "電極の厚さは０．５ｍｍ以上２．０ｍｍ
+    である。" (dropping 以下) from the pieces; short headings won SumBasic's mean-probability
+    pick ("A cup. TECHNICAL FIELD BACKGROUND")."""
+    assert sentences(
+        "電極の厚さは０．５ｍｍ以上２．０ｍｍ以下である。本発明は，電池に関する．"
+    ) == [
+        "電極の厚さは０．５ｍｍ以上２．０ｍｍ以下である。",
+        "本発明は，電池に関する．",
+    ]
+    text = "A cup.\nTECHNICAL FIELD\nBACKGROUND\nKnown cups leak hot tea onto the table.\nSUMMARY"
+    assert sumbasic(text, "en") == "A cup. Known cups leak hot tea onto the table."
+    assert sumbasic("【発明の概要】\n本発明は電池に関する。", "ja") == "本発明は電池に関する。"
+    assert sumbasic("TECHNICAL FIELD", "en") == "TECHNICAL FIELD"  # nothing else: kept
+
+
+@pytest.mark.spark
+def test_first_paragraph_of_run_on_cjk_and_related_application_descriptions(spark):
+    """DESC1 of descriptions exported without line breaks took the paragraph after the first
+    (the first ended in the next heading, so it looked unfinished) and leaked "SUMMARY"; the
+    usual 12-17 character CN/JP first paragraph was under the 20-character minimum; and
+    continuation, 371 and "based on" paragraphs were taken for the invention."""
+    from spark_jobs.lib.query_types import first_paragraph
+
+    cases = [
+        (
+            "TECHNICAL FIELD [0001] The present disclosure relates to a cup. BACKGROUND [0002] "
+            "Known cups break easily when dropped in the kitchen. SUMMARY [0003] A cup.",
+            "The present disclosure relates to a cup.",
+        ),
+        (
+            "【技術分野】【０００１】本発明は、電池用電極に関する。【背景技術】【０００２】従来の電池"
+            "用電極は、急速充電時に割れることがあった。",
+            "本発明は、電池用電極に関する。",
+        ),
+        (
+            "本发明涉及一种电池电极。\n背景技术\n现有的电池电极在快速充电时容易开裂。",
+            "本发明涉及一种电池电极。",
+        ),
+        (
+            "This is a continuation of U.S. application Ser. No. 16/123,456, filed Jan. 1, 2020."
+            "\nThe present disclosure relates to drinking cups with lids.",
+            "The present disclosure relates to drinking cups with lids.",
+        ),
+        (
+            "This application is a 371 of International Application No. PCT/JP2020/001234 filed "
+            "on Jan. 1, 2020.\nThe present disclosure relates to a vehicle control device.",
+            "The present disclosure relates to a vehicle control device.",
+        ),
+        (
+            "The present application is based on Japanese Patent Application No. 2020-123456 "
+            "filed on Jan. 1, 2020, the contents of which are hereby incorporated.\n"
+            "The present disclosure relates to a vehicle control device.",
+            "The present disclosure relates to a vehicle control device.",
+        ),
+    ]
+    frame = spark.createDataFrame([(i, d) for i, (d, _) in enumerate(cases)], "i int, d string")
+    got = dict(frame.select("i", first_paragraph(F.col("d"))).collect())
+    assert [got[i] for i in range(len(cases))] == [expected for _, expected in cases]
 
 
 @pytest.mark.spark

@@ -6,7 +6,8 @@ are built here from silver/views, silver/claims and silver/patents, in the query
 - ``TITLE``: the title; ``TA``: title + abstract;
 - ``FIC``: the first independent claim; ``ICLAIMS``: every independent claim, in order;
 - ``DESC1``: the first description paragraph, i.e. the first line of the description with at
-  least 20 characters once a paragraph number (``[0001]``, ``【０００１】``) is removed that is
+  least 20 characters (8 in a line of Han, kana or Hangul) once a paragraph number
+  (``[0001]``, ``【０００１】``) and a heading glued to its end are removed that is
   no heading ("CROSS-REFERENCE TO RELATED APPLICATIONS", "Field of the Invention",
   "【技術分野】": see ``_heading``) and names no related applications ("This application
   claims the benefit of ...": see ``_RELATED_APPLICATIONS``);
@@ -24,10 +25,19 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StringType
 
 from schemas.defaults import QUERY_TYPES
-from spark_jobs.lib.summary import PARAGRAPH_NUMBER_PATTERN, sumbasic
+from spark_jobs.lib.summary import (
+    CJK_CLASS,
+    HEADING_LABEL,
+    HEADING_MAX_CHARS,
+    NO_LOWER_CASE,
+    PARAGRAPH_NUMBER_PATTERN,
+    SENTENCE_END,
+    sumbasic,
+)
 
 PARAGRAPH_MIN_CHARS = 20
-HEADING_MAX_CHARS = 80
+# a paragraph of Han, kana or Hangul says as much in fewer characters: "本发明涉及一种电池电极。"
+PARAGRAPH_MIN_CHARS_CJK = 8
 _SOURCE_VIEWS = ("ABS", "CLAIM", "DESC", "TAC", "FIC", "TITLE")
 
 
@@ -42,20 +52,22 @@ def summary_udf(texts: pd.Series, langs: pd.Series) -> pd.Series:
     )
 
 
-# Han, kana and Hangul: a line holding them is no heading in capitals ("LED" in Chinese text)
-_CJK = "\\u3040-\\u30ff\\u3400-\\u4dbf\\u4e00-\\u9fff\\uac00-\\ud7af"
-
-
 def _heading(line: Column) -> Column:
     """A heading rather than a paragraph: a line in capitals ("CROSS-REFERENCE TO RELATED
     APPLICATIONS"), a 【...】 label, or a line under HEADING_MAX_CHARS that ends no sentence
     and opens no list ("Field of the Invention", "【特許文献１】特開2010-1号公報")."""
     # two linear tests: one pattern "no lower case ... a capital ... no lower case" backtracks
     # quadratically on a long line of capitals that ends in lower case (a sequence listing)
-    capitals = line.rlike(f"^[^a-z{_CJK}]*$") & line.rlike("[A-Z]")
-    label = line.rlike("^【[^】]*】$")
-    unfinished = (F.length(line) < HEADING_MAX_CHARS) & ~line.rlike("[.。．｡:：;；!?！？]$")
+    capitals = line.rlike(NO_LOWER_CASE) & line.rlike("[A-Z]")
+    label = line.rlike(HEADING_LABEL)
+    unfinished = (F.length(line) < HEADING_MAX_CHARS) & ~line.rlike(SENTENCE_END)
     return capitals | label | unfinished
+
+
+# The next section's heading glued to a paragraph's end, as a description exported without
+# line breaks reads once its paragraph numbers start lines ("... relates to a cup. BACKGROUND",
+# "…に関する。【背景技術】").
+_TRAILING_HEADING = "(?<=[.。．｡!?！？])[\\s\\u3000]*(?:【[^】]*】|[A-Z][A-Z0-9 ,/&()\\-]{3,})$"
 
 
 # A paragraph that names related applications rather than the invention: priority claims,
@@ -67,11 +79,13 @@ _RELATED_APPLICATIONS = (
     "(?:this|the\\s+present|the\\s+instant|the\\s+subject)\\s+(?:[a-z-]+\\s+){0,3}"
     "(?:application|patent|disclosure)\\b.{0,400}\\b(?:claims?\\s+(?:the\\s+)?(?:benefit|priority)|"
     "(?:continuation|divisional)(?:-in-part)?\\s+(?:application\\s+)?of|"
-    "national\\s+(?:stage|phase)|provisional\\s+(?:patent\\s+)?application|"
+    "national\\s+(?:stage|phase)|provisional\\s+(?:patent\\s+)?application|371\\s+of|"
+    "based\\s+(?:up)?on\\s+.{0,120}application|"
     "incorporated\\s+(?:herein\\s+)?(?:in\\s+(?:its|their)\\s+entirety\\s+)?by\\s+reference)"
     "|(?:the\\s+)?(?:entire\\s+)?(?:contents?|disclosures?)\\s+of\\s+.{0,400}"
     "incorporated\\s+(?:herein\\s+)?(?:in\\s+(?:its|their)\\s+entirety\\s+)?by\\s+reference"
     "|priority\\s+is\\s+claimed"
+    "|this\\s+is\\s+a\\s+(?:continuation|divisional)(?:-in-part)?\\b"
     "|本申请(?:要求|是|为|基于|系).{0,300}(?:优先权|申请号|分案|继续|国家阶段)"
     "|本申請案?(?:主張|要求|是|為|係|基於).{0,300}(?:優先權|申請號|分案|連續)"
     "|本(?:出願|願|特許出願)は.{0,300}(?:優先権|基づ|分割|継続|援用)"
@@ -91,9 +105,19 @@ def first_paragraph(description: Column) -> Column:
     number removed; else the first line of that length, else the first line."""
     lines = F.transform(
         F.split(description, _PARAGRAPH_BREAK),
-        lambda line: F.trim(F.regexp_replace(line, PARAGRAPH_NUMBER_PATTERN, "")),
+        lambda line: F.trim(
+            F.regexp_replace(
+                F.regexp_replace(line, PARAGRAPH_NUMBER_PATTERN, ""), _TRAILING_HEADING, ""
+            )
+        ),
     )
-    long_lines = F.filter(lines, lambda line: F.length(line) >= PARAGRAPH_MIN_CHARS)
+    long_lines = F.filter(
+        lines,
+        lambda line: (
+            (F.length(line) >= PARAGRAPH_MIN_CHARS)
+            | ((F.length(line) >= PARAGRAPH_MIN_CHARS_CJK) & line.rlike(f"[{CJK_CLASS}]"))
+        ),
+    )
     paragraphs = F.filter(
         long_lines, lambda line: ~_heading(line) & ~line.rlike(_RELATED_APPLICATIONS)
     )

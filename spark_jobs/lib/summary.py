@@ -17,7 +17,8 @@ from collections import Counter
 
 # Where a sentence may end: after . ! ? and a blank (Latin script), after 。！？ (and the
 # full-width and half-width periods ．｡ of Japanese texts punctuated "，．"), at line ends.
-_BREAK = re.compile(r"[.!?][^\S\n]+|[。！？．｡]|\n+")
+# A full-width period between digits is a decimal point ("０．５ｍｍ"), no sentence end.
+_BREAK = re.compile(r"[.!?][^\S\n]+|[。！？]|[．｡](?![0-9０-９])|(?<![0-9０-９])[．｡]|\n+")
 # Not a sentence end: a period of an abbreviation patents are full of ("FIG. 1", "U.S. Pat.
 # No. 5,123,456", "e.g. water", "Smith et al. (2001)"), or one that a lower-case letter or a
 # digit follows.
@@ -35,6 +36,24 @@ WORD = re.compile(r"[^\W\d_]{3,}")
 CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]+")
 SENTENCES = 3
 MAX_CHARS = 600
+
+# A heading rather than text (shared with DESC1, ``query_types._heading``; one pattern for
+# Python's re and Java's): a line in capitals (Latin script: a line of Han, kana or Hangul is
+# none), a 【...】 label, or a short line that ends no sentence.
+CJK_CLASS = "\\u3040-\\u30ff\\u3400-\\u4dbf\\u4e00-\\u9fff\\uac00-\\ud7af"
+HEADING_MAX_CHARS = 80
+HEADING_LABEL = "^【[^】]*】$"
+NO_LOWER_CASE = f"^[^a-z{CJK_CLASS}]*$"
+SENTENCE_END = "[.。．｡:：;；!?！？]$"
+
+
+def is_heading(text: str) -> bool:
+    """The Python twin of ``query_types._heading`` (see the patterns above)."""
+    if re.search(HEADING_LABEL, text):
+        return True
+    if re.search(NO_LOWER_CASE, text) and re.search("[A-Z]", text):
+        return True
+    return len(text) < HEADING_MAX_CHARS and not re.search(SENTENCE_END, text)
 
 
 def sentences(text: str) -> list[str]:
@@ -70,10 +89,13 @@ def terms(sentence: str, lang: str) -> list[str]:
 def sumbasic(
     text: str | None, lang: str, n_sentences: int = SENTENCES, max_chars: int = MAX_CHARS
 ) -> str | None:
-    """The SumBasic summary of ``text``; None when it has no sentence."""
+    """The SumBasic summary of ``text``; None when it has no sentence. Headings
+    (``is_heading``: "TECHNICAL FIELD", "【発明の概要】") are no sentences to pick, unless the
+    text holds nothing else."""
     units = sentences(text or "")
     if not units:
         return None
+    units = [u for u in units if not is_heading(u)] or units
     bags = [terms(s, lang) for s in units]
     counts = Counter(t for bag in bags for t in bag)
     total = sum(counts.values())
