@@ -32,6 +32,7 @@ STATE = re.compile(r"Task instance state updated .* new_state=(\w+)")
 COUNTER = re.compile(r"\[[a-z_0-9]+\]\s+([a-z][a-z_0-9]*)\s+([\d,]+)\s")
 LOSS = re.compile(r"'train_loss': '?([\d.]+)")
 RUN_DONE = re.compile(r"DagRun Finished: .*state=(\w+)")
+RETRY_STATES = ("up_for_retry", "up_for_reschedule")  # the task runs again: not its end
 # counters worth a place on the one line, in this order (per-language or per-section
 # breakdowns such as eval_queries_en never are)
 KEY_COUNTERS = (
@@ -82,7 +83,7 @@ def follow(command: list[str], log: Path, total: int | None) -> int:
     done, started, state = 0, 0.0, "?"
     counters: dict[str, str] = {}
     tail: deque[str] = deque(maxlen=40)
-    failed: list[str] = []
+    final: dict[str, str] = {}  # each task's state at its last end (a retry ends it twice)
     run_state = None
     with log.open("w", encoding="utf-8") as out:
         process = subprocess.Popen(
@@ -96,15 +97,16 @@ def follow(command: list[str], log: Path, total: int | None) -> int:
             elif match := STATE.search(line):
                 state = match.group(1)
             elif match := END.search(line):
-                done += 1
+                task_id = match.group(1)
+                retried = state in RETRY_STATES
+                done += not retried and final.get(task_id, RETRY_STATES[0]) in RETRY_STATES
                 seconds = seconds_at(line) - started
                 print(
-                    f"[{done:>{width}}/{total or '?'}] {match.group(1):22s} {seconds:7.1f}s  "
+                    f"[{done:>{width}}/{total or '?'}] {task_id:22s} {seconds:7.1f}s  "
                     f"{state:8s} {key_counters(counters)}".rstrip(),
                     flush=True,
                 )
-                if state not in ("success", "skipped", "?"):
-                    failed.append(match.group(1))
+                final[task_id] = state
             elif match := COUNTER.search(line):
                 # a task of two jobs (export_stage2: training, then validation) shows both
                 name, value = match.groups()
@@ -114,6 +116,8 @@ def follow(command: list[str], log: Path, total: int | None) -> int:
             if match := RUN_DONE.search(line):
                 run_state = match.group(1)
         code = process.wait()
+    # a task retried and then successful is no failure (the DAG retries once by design)
+    failed = [t for t, state in final.items() if state not in ("success", "skipped", "?")]
     if code != 0 or failed or run_state not in (None, "success"):
         print("\n".join(["", "last lines of the log:", *list(tail)[-20:]]), file=sys.stderr)
         what = f"task(s) {', '.join(failed)}" if failed else f"the run ({run_state or code})"

@@ -43,7 +43,12 @@ REPO = str(Path(__file__).resolve().parents[1])  # a path computation, no I/O at
 PARAM = "{{ params.%s }}"
 LAKE, WORK = PARAM % "lake", PARAM % "work_dir"
 MASTER, SEED = PARAM % "spark_master", PARAM % "seed"
-TAG = "{{ params.run_tag or ts_nodash }}"
+# a run triggered without a logical date (Airflow 3's default) has no ts_nodash: the time
+# it was queued for instead
+TAG = (
+    "{{ params.run_tag or (ts_nodash if ts_nodash is defined "
+    "else dag_run.run_after.strftime('%Y%m%dT%H%M%S')) }}"
+)
 MEMORY = PARAM % "driver_memory"
 SPARK_STATE = f"{PARAM % 'work_dir'}/spark"  # the Connect server's pid, URL and log
 # With params.spark_connect every task is a client of the run's Spark Connect server (its URL
@@ -258,7 +263,13 @@ def bash(function=None, **kwargs):
 
 
 def dq(tables: str) -> str:
-    return f"python -m expectations.run --lake {LAKE} --tables {tables} --run-id dq-{TAG}"
+    # Data Docs go under <lake>/reports; a lake on a URI has no local folder for them: the
+    # work folder's then
+    docs = (
+        "{% if '://' in params.lake and not params.lake.startswith('file:') %}"
+        f"--docs-dir {WORK}/dq-docs/dq-{TAG}{{% endif %}}"
+    )
+    return f"python -m expectations.run --lake {LAKE} --tables {tables} --run-id dq-{TAG} {docs}"
 
 
 def train(stage: str, data: str, out: str, extra: str = "", base: str = BASE) -> str:
@@ -299,8 +310,8 @@ def evaluate(models: str, names: str) -> str:
     """Evaluate one or several (space-separated) models in one process, run ids <name>-<tag>."""
     return (
         f"python -m evaluation.evaluate --lake {LAKE} --inputs {EVAL_INPUTS} --model {models} --name {names} "
-        f"--run-id '{{name}}-{TAG}' --cutoffs {{{{ params.cutoffs }}}} --max-length {{{{ params.eval_max_length }}}} "
-        f"--query-types {{{{ params.query_types }}}} --tasks {{{{ params.eval_tasks }}}} {LANDSCAPE}"
+        f"--run-id '{{name}}-{TAG}' --cutoffs '{{{{ params.cutoffs }}}}' --max-length {{{{ params.eval_max_length }}}} "
+        f"--query-types '{{{{ params.query_types }}}}' --tasks '{{{{ params.eval_tasks }}}}' {LANDSCAPE}"
     )
 
 
@@ -383,7 +394,7 @@ def evaluate(models: str, names: str) -> str:
         "landscape": Param(
             "",
             type="string",
-            pattern="^[A-Ha-h, ]*$",
+            pattern=r"^\s*([A-Ha-h]\s*(,\s*[A-Ha-h]\s*)*)?$",
             description="IPC sections (e.g. G,H): train only on them, report IN vs OUT; empty: all",
         ),
         "query_types": Param(
@@ -395,13 +406,16 @@ def evaluate(models: str, names: str) -> str:
         "eval_tasks": Param(
             ",".join(defaults.EVAL_TASKS),
             type="string",
-            pattern=list_pattern(*defaults.EVAL_TASKS),
-            description=f"evaluation tasks, a subset of {', '.join(defaults.EVAL_TASKS)}",
+            # retrieval among them: the report and the significance tests read its Hit@100
+            pattern="^(?=.*\\b(retrieval|RETRIEVAL)\\b)" + list_pattern(*defaults.EVAL_TASKS)[1:],
+            description=f"evaluation tasks, a subset of {', '.join(defaults.EVAL_TASKS)} "
+            "holding retrieval (the report's tables are retrieval's)",
         ),
         "recipes": Param(
             [],
             type="array",
             items={"type": "string", "enum": list(defaults.RECIPES)},
+            uniqueItems=True,  # twice would train it twice and fail eval_recipes' names
             description="Stage I-style training recipes to train and compare (README 'Training "
             'recipes\'), e.g. ["r3", "r4", "qaecter"]; empty: none',
         ),
@@ -409,6 +423,7 @@ def evaluate(models: str, names: str) -> str:
             [],
             type="array",
             items={"type": "string", "pattern": CONTROL_PATTERN},
+            uniqueItems=True,
             description="matched-volume controls to train beside the recipes, as "
             "<recipe>-matched-<other> (e.g. r4-matched-r3: r4's signals at r3's pair count; "
             "<other> must be built first, e.g. listed in recipes)",

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import html
 import sys
+import tempfile
 from pathlib import Path
 
 import pandas as pd
@@ -781,18 +782,17 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--phage needs --phage-base or --base (the base model's run id)")
     if problem := fs.no_lake_folder(args.lake):
         parser.error(problem)
-    build_session("xembed-report", args.master)  # the session every read below shares
+    spark = build_session("xembed-report", args.master)  # the session every read below shares
+    # a URI (hdfs://, s3a://: a lake's reports folder) is written locally, then copied there;
+    # pathlib would have made "hdfs:/..." a local folder under the working directory
+    local = fs.local_path(args.out)
+    folder = local if local is not None else Path(tempfile.mkdtemp(prefix="xembed-report-"))
     path = build(
-        args.lake,
-        runs,
-        Path(args.out),
-        args.dim,
-        compare,
-        recipes,
-        args.base,
-        phage,
-        args.phage_base,
+        args.lake, runs, folder, args.dim, compare, recipes, args.base, phage, args.phage_base
     )
+    if local is None:
+        fs.publish(spark, folder, args.out)
+        path = f"{args.out.rstrip('/')}/{path.name}"
     if not args.summary:
         print(path)
         return 0
@@ -800,7 +800,7 @@ def main(argv: list[str] | None = None) -> int:
     a, b = compared_runs(runs, compare)
     print(f"\nIPC-section macro Hit@100 (%), {args.dim} dimensions (BM25: lexical)\n")
     print(summary_table(metrics, load(args.lake, "eval/significance"), runs, args.dim, a, b))
-    print(f"\nreport:    {path.parent / 'report.html'}")
+    print(f"\nreport:    {str(path).rsplit('/', 1)[0]}/report.html")
     return 0
 
 

@@ -207,6 +207,58 @@ def test_the_evaluation_list_params_are_checked_when_a_run_is_triggered(dag):
         with pytest.raises(ParamValidationError, match="does not match"):
             fresh("cutoffs").resolve(cutoffs)
     assert fresh("query_types").resolve("abs,TAC") == "abs,TAC"
+    # typos the trigger let through, found by build_pairs or the last tasks: a landscape of
+    # two letters run together; a task list without retrieval (the report reads its Hit@100);
+    # a recipe listed twice (trained twice, then eval_recipes refused the repeated name)
+    for name, good_values, bad_values in (
+        ("landscape", ("", "A,B,C,H", " g , h "), ("AB", "G H", "gh", "A,,B", "I")),
+        ("eval_tasks", ("retrieval", "inscope, RETRIEVAL"), ("inscope", "clustering,inscope")),
+        ("recipes", (["r3", "r4"],), (["r3", "r3"],)),
+        ("controls", (["r4-matched-r3"],), (["r4-matched-r3", "r4-matched-r3"],)),
+    ):
+        for value in good_values:
+            assert fresh(name).resolve(value) == value
+        for value in bad_values:
+            with pytest.raises(ParamValidationError, match=r"does not match|non-unique"):
+                fresh(name).resolve(value)
+
+
+def test_list_params_reach_the_commands_whole_and_tags_need_no_logical_date(dag):
+    """The list params went into bash unquoted: "10, 100" passed the trigger and failed
+    every eval task on "unrecognized arguments: 100". A run triggered without a logical date
+    (Airflow 3's default) has no ts_nodash: 18 tasks failed to render, dq_silver first. A
+    lake on a URI failed dq_silver: the Data Docs had no local folder."""
+    import datetime
+    import shlex
+    from types import SimpleNamespace
+
+    env = dag.get_template_env()
+    by_id = {t.task_id: t for t in dag.tasks}
+    params = {name: dag.params[name] for name in dag.params} | {
+        "cutoffs": "10, 100",
+        "query_types": "abs, tac",
+        "eval_tasks": "retrieval, inscope",
+        "lake": "hdfs://nn:8020/x/lake",
+    }
+    context = {
+        "params": params,
+        "ti": SimpleNamespace(try_number=1, xcom_pull=lambda **_: "sc://h:1"),
+        "dag_run": SimpleNamespace(run_after=datetime.datetime(2026, 12, 7, 19, 20, 5)),
+    }
+    words = shlex.split(env.from_string(by_id["eval_base"].python_callable()).render(**context))
+    for flag, value in (("--cutoffs", "10, 100"), ("--query-types", "abs, tac")):
+        assert words[words.index(flag) + 1] == value
+    assert words[words.index("--tasks") + 1] == "retrieval, inscope"
+    assert words[words.index("--run-id") + 1] == "{name}-20261207T192005"
+    dq = shlex.split(env.from_string(by_id["dq_silver"].python_callable()).render(**context))
+    assert dq[dq.index("--docs-dir") + 1] == f"{params['work_dir']}/dq-docs/dq-20261207T192005"
+    local = context | {"params": params | {"lake": "/srv/lake"}}
+    assert "--docs-dir" not in env.from_string(by_id["dq_silver"].python_callable()).render(**local)
+    # with a logical date, its ts_nodash as before
+    tagged = env.from_string(by_id["dq_silver"].python_callable()).render(
+        **context, ts_nodash="20260101T000000"
+    )
+    assert "--run-id dq-20260101T000000" in tagged
 
 
 def test_paths_and_spark_settings_the_shell_would_split_or_run_are_refused(dag):
@@ -578,3 +630,24 @@ def test_progress_prints_one_line_per_task_and_names_the_failed_one(tmp_path, ca
     assert "curate: input table bronze/publications is empty" in err  # the log's tail
     assert err.rstrip().endswith(f"FAILED: task(s) curate; the full log is {log}")
     assert log.read_text().splitlines() == lines  # every line kept, in order
+
+    # a task retried once and then successful (the DAG retries once by design): the run
+    # succeeded, but progress failed it (and make demo skipped its report), counting 2/1
+    retried = [
+        stamp.format("11.000000") + "[DAG TEST] starting task_id=ingest map_index=-1",
+        stamp.format("12.000000") + "Task instance state updated    [x] new_state=up_for_retry",
+        stamp.format("12.500000") + "[DAG TEST] end task task_id=ingest map_index=-1",
+        stamp.format("13.000000") + "[DAG TEST] starting task_id=ingest map_index=-1",
+        stamp.format("20.000000") + "Task instance state updated    [x] new_state=success rows=1",
+        stamp.format("20.500000") + "[DAG TEST] end task task_id=ingest map_index=-1",
+        stamp.format("21.000000")
+        + "DagRun Finished: dag_id=xembed_full, state=success, run_type=x",
+    ]
+    script = "import sys; print(sys.argv[1])"
+    code = progress.follow([sys.executable, "-c", script, "\n".join(retried)], log, total=1)
+    out, err = capsys.readouterr()
+    assert code == 0 and "FAILED" not in err
+    assert out.splitlines()[1:3] == [
+        "[0/1] ingest                     1.5s  up_for_retry",
+        "[1/1] ingest                     7.5s  success",
+    ]
