@@ -173,6 +173,10 @@ def search_dense(
         ids.extend(batch.column("id").to_pylist())
         chunks.append(encoder.encode_passage(batch.column("text").to_pylist(), batch_size))
     docs = torch.cat(chunks)
+    # FAISS keeps the lowest rows among scores tied at the cut: rows in docid order, so the
+    # tie order is every ranked list's (docid), not the collection file's layout
+    order = sorted(range(len(ids)), key=ids.__getitem__)
+    ids, docs = [ids[i] for i in order], docs[order]
     if keep is not None:
         keep.update(ids=ids, embeddings=docs)
     qvec = encoder.encode_query(

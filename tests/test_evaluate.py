@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from deltalake import DeltaTable
 
@@ -74,6 +75,49 @@ def _evaluate(lake_uri: str, inputs: str, model: str, name: str, *extra: str) ->
 
 @pytest.mark.spark
 @pytest.mark.integration
+def test_dense_ties_at_the_search_depth_go_by_docid_not_by_the_collection_file(tmp_path):
+    """FAISS keeps the lowest rows among scores tied at the cut: with 14 identical TACs, the
+    X citation was in the top 10 or not depending on where Spark had written it."""
+    import zlib
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    import torch
+
+    from evaluation.evaluate import search_dense
+
+    class Encoder:  # deterministic text -> unit vector
+        dim = 8
+
+        def _vectors(self, texts):
+            rows = [np.random.default_rng(zlib.crc32(t.encode())).normal(size=8) for t in texts]
+            return torch.nn.functional.normalize(torch.tensor(np.array(rows)).float(), dim=-1)
+
+        def encode_passage(self, texts, batch_size=32):
+            return self._vectors(texts)
+
+        def encode_query(self, texts, langs=None, batch_size=32):
+            return self._vectors(texts)
+
+    ids = [f"US{i:04d}" for i in range(14)] + [f"EP{i:04d}" for i in range(20)]
+    text = {d: "same title and abstract" if d < "UT" and d > "US" else f"other {d}" for d in ids}
+    query = {"lang": "en", "text": "same title and abstract"}
+    found = []
+    for name, order in (
+        ("sorted", ids),
+        ("x_last", [d for d in ids if d != "US0005"] + ["US0005"]),
+    ):
+        folder = tmp_path / name
+        folder.mkdir()
+        pq.write_table(
+            pa.table({"id": order, "text": [text[d] for d in order]}), folder / "c.parquet"
+        )
+        found.append(
+            sorted(d for d, _ in search_dense(Encoder(), folder, [query], [None], 10, 32)[8][0])
+        )
+    assert found[0] == found[1] == [f"US{i:04d}" for i in range(10)]
+
+
 def test_significance_tests_mrr_at_the_depth_both_runs_searched():
     """A run searched 200 deep found the first X at rank 150; one searched 100 deep did not
     see it. MRR compares them at 100, the depth both hold."""
