@@ -12,9 +12,12 @@ import great_expectations as gx
 from schemas import TABLES
 from schemas.defaults import CLAIM_RELATIONS, RECIPES, SIGNALS, STAGE2_DROP_REASONS, VIEWS
 from spark_jobs.lib.languages import ISO_639_1
-from spark_jobs.lib.pairs import PAIR_TYPES
+from spark_jobs.lib.pairs import PAIR_TYPES, SIGNAL
+from spark_jobs.lib.pairs import RECIPES as PAIR_RECIPES
 
 LANGS = sorted(ISO_639_1)
+# each pair type's signal (one per type across the recipes)
+_PAIR_SIGNAL = {t: SIGNAL[r[2]] for types in PAIR_RECIPES.values() for t, r in types.items()}
 EARLIEST, LATEST = "1790-01-01", "2100-12-31"
 STAGES = ["ingest", "curate", "split", "build_pairs", "build_triplets"]
 
@@ -151,6 +154,10 @@ def silver_views():
                 column="text_sha256", regex="^[0-9a-f]{64}$"
             )
         ),
+        _rows(
+            "a text holds a non-blank character and n_chars counts it",
+            "NOT text RLIKE '(?U)\\\\S' OR n_chars != char_length(text)",
+        ),
     ]
 
 
@@ -206,6 +213,12 @@ def silver_eval_queries():
         _c(gx.expectations.ExpectColumnValuesToBeInSet(column="lang", value_set=LANGS)),
         _c(gx.expectations.ExpectColumnValuesToBeBetween(column="n_x_cited", min_value=1)),
         *_dates("filing_date", True),
+        # every leakage check below compares against silver/excluded_families: it must hold
+        # every query's family
+        _rows(
+            "every query family is excluded from training",
+            f"family_id NOT IN ({_EXCLUDED_FAMILIES})",
+        ),
     ]
 
 
@@ -272,6 +285,12 @@ def gold_stage1_pairs():
             )
         ),
         _rows(
+            "a pair type carries its signal",
+            "NOT (signal <=> CASE pair_type "
+            + " ".join(f"WHEN '{t}' THEN '{s}'" for t, s in sorted(_PAIR_SIGNAL.items()))
+            + " END)",
+        ),
+        _rows(
             "a recipe is a known recipe or its matched control",
             "NOT (" + " OR ".join(f"recipe RLIKE '^{r}(-matched-.+)?$'" for r in RECIPES) + ")",
         ),
@@ -313,6 +332,7 @@ def gold_stage1_pairs():
 def gold_stage1_stats():
     return [
         _not_empty(),
+        *_key("recipe", "pair_type", "anchor_lang", "positive_lang"),
         _c(gx.expectations.ExpectColumnValuesToBeInSet(column="signal", value_set=list(SIGNALS))),
         _c(gx.expectations.ExpectColumnValuesToBeBetween(column="n_pairs", min_value=1)),
     ]
@@ -347,6 +367,7 @@ _ORIGINS = "('HH','HM','HL','MH','MM','ML','LH','LM','LL','A')"
 
 def _examples(validation: bool):
     other = "dq_gold_stage2_examples" if validation else "dq_gold_stage2_validation"
+    own = "dq_gold_stage2_validation" if validation else "dq_gold_stage2_examples"
     checks = [
         *_key("query_id", "query_view", "positive_id"),
         _rows(
@@ -354,11 +375,21 @@ def _examples(validation: bool):
             "size(negative_ids) <> 8 OR size(negative_langs) <> 8 OR size(negative_origin) <> 8",
         ),
         _rows(
-            "negative origins are strata or A", f"NOT forall(negative_origin, o -> o IN {_ORIGINS})"
+            "negative origins are strata or A",
+            f"exists(negative_origin, o -> o IS NULL OR NOT o IN {_ORIGINS})",
         ),
         _rows(
-            "no negative is the positive or the query",
-            "array_contains(negative_ids, positive_id) OR array_contains(negative_ids, query_id)",
+            "no negative is the positive or the query, nor repeated",
+            "array_contains(negative_ids, positive_id) OR array_contains(negative_ids, query_id) "
+            "OR size(array_distinct(negative_ids)) <> size(negative_ids)",
+        ),
+        _rows(
+            "no negative of the query's or the positive's family",
+            "(query_id, query_view, positive_id) IN (SELECT e.query_id, e.query_view, "
+            "e.positive_id FROM (SELECT query_id, query_view, positive_id, query_family_id, "
+            f"positive_family_id, n FROM {own} LATERAL VIEW explode(negative_ids) x AS n) e "
+            "JOIN dq_silver_patents p ON p.publication_number = e.n "
+            "WHERE p.family_id IN (e.query_family_id, e.positive_family_id))",
         ),
         _rows(
             "no evaluation family in Stage II examples",

@@ -170,3 +170,58 @@ def test_a_planted_violation_fails_a_critical_expectation(spark, pipeline, tmp_p
     rows = validate(spark, bad_lake, ["silver/families"], run_id="bad")
     failed = {r["expectation_type"] for r in rows if r["critical"] and not r["success"]}
     assert failed == {"expect_column_values_to_be_unique"}
+
+
+def test_planted_leaks_blanks_repeats_and_mislabels_fail_their_checks(
+    spark, pipeline, tmp_path, capsys
+):
+    """Checks a reviewer showed could not fail: nothing compared silver/excluded_families
+    with the queries every leakage check trusts it for; a blank text passed silver/views; a
+    stats key twice passed; a CITATION pair labelled cross_section passed. And the failure
+    lines showed no value ("unexpected=None observed=None")."""
+    from pyspark.sql import functions as F
+
+    from expectations.run import summarize
+    from schemas import table
+
+    _, _, lake, _ = pipeline
+    bad = str(tmp_path / "bad")
+
+    def read(name):
+        return spark.read.format("delta").load(f"{lake}/{name}")
+
+    def plant(frame, name):
+        frame.write.format("delta").save(f"{bad}/{name}")
+
+    queries = read("silver/eval_queries")
+    lost = queries.orderBy("family_id").first()["family_id"]
+    plant(queries, "silver/eval_queries")
+    plant(
+        read("silver/excluded_families").where(F.col("family_id") != lost),
+        "silver/excluded_families",
+    )
+    plant(read("silver/patents"), "silver/patents")
+    plant(read("silver/views").limit(1).withColumn("text", F.lit(" \u3000\u2003")), "silver/views")
+    plant(read("bronze/citations"), "bronze/citations")
+    pair = ("r4", "CITATION", "cross_section", "A-1", "en", "TAC", "B-1", "en", "TAC", "FA", "FB")
+    plant(
+        spark.createDataFrame([pair], table("gold/stage1_pairs").spark_schema()),
+        "gold/stage1_pairs",
+    )
+    stats = [("r4", "CITATION", "citation", "en", "en", n) for n in (3, 5)]
+    plant(
+        spark.createDataFrame(stats, table("gold/stage1_stats").spark_schema()), "gold/stage1_stats"
+    )
+
+    tables = ["silver/eval_queries", "silver/views", "gold/stage1_pairs", "gold/stage1_stats"]
+    rows = validate(spark, bad, tables, run_id="planted")
+    failed = {(r["table_name"], r["column"]) for r in rows if r["critical"] and not r["success"]}
+    assert {
+        ("silver/eval_queries", "every query family is excluded from training"),
+        ("silver/views", "a text holds a non-blank character and n_chars counts it"),
+        ("gold/stage1_pairs", "a pair type carries its signal"),
+        ("gold/stage1_stats", "recipe,pair_type,anchor_lang,positive_lang"),
+    } <= failed
+    summarize(rows)
+    err = capsys.readouterr().err
+    assert "observed=None" not in err and "unexpected=None" not in err
