@@ -63,9 +63,16 @@ def training_lake(row: dict) -> str | None:
 
 
 def _writer(spark: SparkSession, lake: str, version: int) -> str | None:
-    """The run that committed ``version`` of the lake's excluded families (None: untagged)."""
-    metadata = commit_metadata(spark, table_path(lake, EXCLUDED), version) or ""
+    """The run that committed ``version`` of the lake's excluded families (None: untagged;
+    a version whose commit the log no longer holds, or never held, says so)."""
+    try:
+        metadata = commit_metadata(spark, table_path(lake, EXCLUDED), version) or ""
+    except Exception:  # a lake rebuilt with fewer versions, or its log cleaned up since
+        return _NOT_IN_LOG
     return metadata[len(RUN_TAG) :] if metadata.startswith(RUN_TAG) else None
+
+
+_NOT_IN_LOG = "(not in the log)"
 
 
 def _same(a: str, b: str) -> bool:
@@ -100,9 +107,10 @@ def check_held_out(
         # cutoff, a bigger corpus) numbers its versions from 0 again
         run = (row.get("data_runs") or {}).get(EXCLUDED)
         if run is not None and run != (now := _writer(spark, source, version)):
+            what = "no longer in its log" if now == _NOT_IN_LOG else f"now run {now}'s"
             info(
                 f"held-out check: {name} trained on {EXCLUDED} version {version} of run {run}; "
-                f"that version of {source} is now run {now}'s (the lake was rebuilt): not checked"
+                f"that version of {source} is {what} (the lake was rebuilt): not checked"
             )
             continue
         if same_lake and version == excluded_version:

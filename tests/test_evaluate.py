@@ -461,6 +461,8 @@ def test_a_model_trained_before_the_split_grew_is_refused(spark, tmp_path):
     check_held_out(spark, rebuilt, same_runs, versions[1], {"F1", "F2"}, notes.append)
     before = model("s-before", versions[1], trained_on=rebuilt, run="split-old-2")
     check_held_out(spark, rebuilt, before, versions[1], {"F1", "F2"}, notes.append)
+    gone = model("s-gone", 7, trained_on=rebuilt, run="split-7")  # a version the log lacks
+    check_held_out(spark, rebuilt, gone, versions[1], {"F1", "F2"}, notes.append)
     assert notes == [
         f"held-out check: 'other' ({elsewhere}) trained on {tmp_path / 'gone'}, "
         "which is not readable; not checked",
@@ -470,6 +472,9 @@ def test_a_model_trained_before_the_split_grew_is_refused(spark, tmp_path):
         f"held-out check: 's-before' ({tmp_path / 's-before'}) trained on {EXCLUDED} version "
         f"{versions[1]} of run split-old-2; that version of {rebuilt} is now run new-2's (the "
         "lake was rebuilt): not checked",
+        f"held-out check: 's-gone' ({tmp_path / 's-gone'}) trained on {EXCLUDED} version 7 of "
+        f"run split-7; that version of {rebuilt} is no longer in its log (the lake was "
+        "rebuilt): not checked",
     ]
 
 
