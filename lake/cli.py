@@ -46,11 +46,14 @@ def run_job(job: str, main: Callable[[], int]) -> int:
         print(f"{job}: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:
-        folder = log_dir()
-        folder.mkdir(parents=True, exist_ok=True)
-        log = folder / f"{job}-{datetime.now(UTC):%Y%m%dT%H%M%S}-{os.getpid()}.log"
-        log.write_text(traceback.format_exc(), encoding="utf-8")
-        print(f"{with_prefix(job, one_line(exc))} (trace: {log})", file=sys.stderr, flush=True)
+        log = log_dir() / f"{job}-{datetime.now(UTC):%Y%m%dT%H%M%S}-{os.getpid()}.log"
+        try:
+            log.parent.mkdir(parents=True, exist_ok=True)
+            log.write_text(traceback.format_exc(), encoding="utf-8")
+            where = f"trace: {log}"
+        except OSError as error:  # an unwritable log folder: still the one line
+            where = f"trace not saved: {error}"
+        print(f"{with_prefix(job, one_line(exc))} ({where})", file=sys.stderr, flush=True)
         return 1
 
 

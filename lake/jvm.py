@@ -65,7 +65,8 @@ def archive_path() -> Path:
 def cds_options() -> str:
     """JVM options that map the archive, or "" when it has not been dumped for this setup."""
     path = archive_path()
-    return f"-XX:SharedArchiveFile={path} {QUIET}" if path.exists() else ""
+    # quoted: Spark's launcher splits SPARK_SUBMIT_OPTS at blanks ("/home/Jane Doe/...")
+    return f"{_quoted(f'-XX:SharedArchiveFile={path}')} {QUIET}" if path.exists() else ""
 
 
 def local_options() -> str:
@@ -123,7 +124,8 @@ def archive() -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_suffix(".part")
     partial.unlink(missing_ok=True)
-    env = {**os.environ, "SPARK_SUBMIT_OPTS": f"-XX:ArchiveClassesAtExit={partial} {QUIET}"}
+    opts = f"{_quoted(f'-XX:ArchiveClassesAtExit={partial}')} {QUIET}"
+    env = {**os.environ, "SPARK_SUBMIT_OPTS": opts}
     env.setdefault("PYSPARK_PYTHON", sys.executable)
     with tempfile.TemporaryDirectory(prefix="xembed-cds-") as scratch:
         done = subprocess.run(

@@ -23,7 +23,7 @@ from pathlib import Path
 from lake import build_session, fs
 from lake.session import DEFAULT_LAKE, path_or_uri
 from lake.snapshots import succeeded_runs, visible
-from lake.tables import table_exists, table_path
+from lake.tables import delta_ref, table_exists, table_path
 from schemas import TABLES
 
 
@@ -36,10 +36,13 @@ def init_sql(lake: str, versions: dict[str, int]) -> str:
 
     >>> print(init_sql("s3a://b/lake", {"eval/metrics": 4}), end="")
     CREATE TEMPORARY VIEW eval_metrics AS SELECT * FROM delta.`s3a://b/lake/eval/metrics` VERSION AS OF 4;
+    >>> print(init_sql("file:/srv/team`s lake", {"eval/metrics": 4}), end="")
+    CREATE TEMPORARY VIEW eval_metrics AS SELECT * FROM delta.`file:/srv/team``s lake/eval/metrics` VERSION AS OF 4;
     """
-    root = lake if "://" in lake else str(Path(lake).resolve())
+    # a URI as given (file:/srv/lake too), a local path made absolute
+    root = lake if "://" in lake or lake.startswith("file:") else str(Path(lake).resolve())
     lines = [
-        f"CREATE TEMPORARY VIEW {view_name(name)} AS SELECT * FROM delta.`{root}/{name}` "
+        f"CREATE TEMPORARY VIEW {view_name(name)} AS SELECT * FROM {delta_ref(f'{root}/{name}')} "
         f"VERSION AS OF {version};"
         for name, version in versions.items()
     ]
@@ -120,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.query:
             cmd += ["-e", args.query]
         elif args.file:
-            cmd += ["-f", args.file]
+            cmd += ["-f", os.path.abspath(args.file)]  # spark-sql runs in a scratch folder
         env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
         return subprocess.run(cmd, env=env, cwd=tmp).returncode
 

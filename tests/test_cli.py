@@ -69,3 +69,41 @@ def test_a_job_refuses_an_abbreviated_option_and_takes_the_full_one(capsys):
         parser.parse_args(["--lake", "/l", "--run", "r1"])
     assert stop.value.code == 2
     assert "unrecognized arguments: --run r1" in capsys.readouterr().err
+
+
+def test_a_failing_job_keeps_its_one_line_when_its_trace_cannot_be_saved(tmp_path, capsys):
+    """An unwritable log folder (a read-only home, XEMBED_LOG_DIR under a file) made the error
+    handler fail too: two tracebacks instead of the one line."""
+    import os
+
+    from lake.cli import run_job
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+
+    def main():
+        raise FileNotFoundError("table silver/patents does not exist")
+
+    os.environ["XEMBED_LOG_DIR"] = str(blocker / "logs")
+    try:
+        assert run_job("curate", main) == 1
+    finally:
+        del os.environ["XEMBED_LOG_DIR"]
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(
+        "curate: table silver/patents does not exist (trace not saved: "
+    )
+
+
+def test_the_class_archive_option_survives_a_blank_in_its_path(tmp_path, monkeypatch):
+    """Spark's launcher splits SPARK_SUBMIT_OPTS at blanks: a cache under "/home/Jane Doe"
+    made every JVM fail ("Could not find or load main class cache.cds...")."""
+    import shlex
+
+    from lake import jvm
+
+    archive = tmp_path / "my cache" / "spark-x.jsa"
+    archive.parent.mkdir()
+    archive.write_bytes(b"")
+    monkeypatch.setattr(jvm, "archive_path", lambda: archive)
+    assert f"-XX:SharedArchiveFile={archive}" in shlex.split(jvm.cds_options())
