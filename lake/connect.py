@@ -82,10 +82,12 @@ def start(state: Path, master: str = "local[2]", driver_memory: str = "4g") -> s
     env = scratch_env({**os.environ, "SPARK_SUBMIT_OPTS": long_lived_options()}, scratch)
     state.mkdir(parents=True, exist_ok=True)
     pid_file, url_file, log = state / "connect.pid", state / "connect.url", state / "connect.log"
-    if pid_file.exists() and url_file.exists():
-        url = url_file.read_text().strip()
-        pid = int(pid_file.read_text())
-        if _alive(pid) and _ours(pid) and _listening(int(url.rsplit(":", 1)[1])):
+    if pid_file.exists():
+        # a start killed while it waited left the pid without the URL: that server is
+        # stopped, never left running beside a second one
+        url = url_file.read_text().strip() if url_file.exists() else ""
+        pid = _recorded_pid(pid_file)
+        if url and pid and _alive(pid) and _ours(pid) and _listening(int(url.rsplit(":", 1)[1])):
             return url
         stop(state)
     shutil.rmtree(scratch, ignore_errors=True)  # a killed server's, if stop never ran
@@ -102,7 +104,7 @@ def start(state: Path, master: str = "local[2]", driver_memory: str = "4g") -> s
             env=env,
             start_new_session=True,  # outlives the task that started it; stop() ends it
         )
-    pid_file.write_text(str(server.pid))
+    _write_atomically(pid_file, str(server.pid))
     deadline = time.monotonic() + READY_SECONDS
     while not _listening(port):
         if server.poll() is not None or time.monotonic() > deadline:
@@ -113,7 +115,7 @@ def start(state: Path, master: str = "local[2]", driver_memory: str = "4g") -> s
             )
         time.sleep(0.5)
     url = f"sc://127.0.0.1:{port}"
-    url_file.write_text(url + "\n")
+    _write_atomically(url_file, url + "\n")
     return url
 
 
@@ -144,6 +146,22 @@ def _ours(pid: int) -> bool:
     return SERVER_CLASS in command
 
 
+def _recorded_pid(pid_file: Path) -> int | None:
+    """The pid a state folder records; None for an empty or damaged file (no server to
+    reach through it)."""
+    try:
+        return int(pid_file.read_text().strip())
+    except ValueError:
+        return None
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """Write ``path`` whole or not at all (a kill between truncate and write left it empty)."""
+    partial = path.with_name(path.name + ".part")
+    partial.write_text(text)
+    partial.replace(path)
+
+
 def stop(state: Path, grace_seconds: float = 30.0) -> bool:
     """Stop the server ``state`` records and remove its scratch folder; False when none was
     running."""
@@ -151,9 +169,9 @@ def stop(state: Path, grace_seconds: float = 30.0) -> bool:
     if not pid_file.exists():
         shutil.rmtree(_scratch(state), ignore_errors=True)
         return False
-    pid = int(pid_file.read_text())
-    running = _alive(pid) and _ours(pid)
-    if _alive(pid) and not running:
+    pid = _recorded_pid(pid_file)
+    running = pid is not None and _alive(pid) and _ours(pid)
+    if pid is not None and _alive(pid) and not running:
         print(
             f"lake.connect: {pid_file} names pid {pid}, which is not the Spark Connect server "
             "(it died, and the pid was reused): left alone",

@@ -208,3 +208,34 @@ def test_the_sample_generator_on_the_server_writes_the_local_files(spark, server
         assert gzip.decompress((remote / name).read_bytes()) == gzip.decompress(
             (local / name).read_bytes()
         )
+
+
+def test_a_start_killed_while_waiting_leaves_no_server_behind(tmp_path, monkeypatch):
+    """A start killed before the server answered left its pid without a URL: the next start
+    took the folder for empty, started a second server and overwrote the pid, and `stop`
+    never ended the first. An empty pid file (a kill between truncate and write) made both
+    commands fail with a traceback."""
+    state = tmp_path / "spark"
+    state.mkdir()
+    (state / "connect.pid").write_text("")
+    assert connect.stop(state, grace_seconds=2) is False  # no traceback: nothing to stop
+    assert not (state / "connect.pid").exists()
+    # a stand-in for the first server: its command line names the server class
+    script = "import time; time.sleep(60)"
+    first = subprocess.Popen(
+        [sys.executable, "-c", script, connect.SERVER_CLASS], start_new_session=True
+    )
+    try:
+        (state / "connect.pid").write_text(str(first.pid))
+
+        def no_second_server():
+            raise RuntimeError("the second server would start here")
+
+        monkeypatch.setattr(connect, "free_port", no_second_server)
+        with pytest.raises(RuntimeError, match="second server"):
+            connect.start(state)
+        assert first.wait(timeout=30) is not None  # the first one was stopped
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
