@@ -192,6 +192,13 @@ def test_duplicate_ids_with_different_content_conflict_and_exact_copies_collapse
         ("en-", None),  # the Python twin used to accept what Spark refuses
         ("en-US!", None),
         ("\ten", None),
+        # three-letter codes beyond the five first accepted quarantined a Russian record
+        ("rus", "ru"),
+        ("spa", "es"),
+        ("dut", "nl"),
+        ("cmn-Hans", "zh"),
+        ("iw", "he"),
+        ("und", None),
     ],
 )
 def test_language_normalization_in_spark_and_python(spark, raw, expected):

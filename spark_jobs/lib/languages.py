@@ -33,7 +33,17 @@ ALIASES = {
     "ger": "de",
     "fra": "fr",
     "fre": "fr",
-}
+    # the ISO 639-2 codes (terminology / bibliographic) of the other languages patent offices
+    # publish in, and the withdrawn 639-1 codes still written (iw, in, ji) and Mandarin's
+    "rus": "ru", "spa": "es", "ita": "it", "por": "pt", "nld": "nl", "dut": "nl", "fin": "fi",
+    "swe": "sv", "dan": "da", "nor": "no", "nob": "nb", "nno": "nn", "pol": "pl", "ces": "cs",
+    "cze": "cs", "slk": "sk", "slo": "sk", "slv": "sl", "hun": "hu", "ron": "ro", "rum": "ro",
+    "bul": "bg", "hrv": "hr", "srp": "sr", "ell": "el", "gre": "el", "tur": "tr", "ara": "ar",
+    "heb": "he", "hin": "hi", "tha": "th", "vie": "vi", "ind": "id", "msa": "ms", "may": "ms",
+    "ukr": "uk", "est": "et", "lav": "lv", "lit": "lt", "isl": "is", "ice": "is", "fas": "fa",
+    "per": "fa", "cat": "ca", "glg": "gl", "eus": "eu", "baq": "eu", "cmn": "zh", "iw": "he",
+    "in": "id", "ji": "yi",
+}  # fmt: skip
 
 # a primary subtag, then any further subtags ('zh-Hant-TW'); nothing else
 _CODE = r"([a-z]{2,3})(?:[-_][a-z0-9]+)*"
