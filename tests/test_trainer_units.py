@@ -692,3 +692,33 @@ def test_an_export_in_another_order_is_other_training_data():
     identities = {data_identity(m) for m in (base, reseeded, resharded)}
     assert len(identities) == 3 and all(i.startswith("0beb2ecb415ae0e2:") for i in identities)
     assert data_identity({"shards": shards}) is None
+
+
+def test_a_profile_trains_any_base_with_the_bases_own_conventions(tmp_path):
+    """cpu-small and paper fixed last-token pooling, cpu-e5 mean pooling and e5 prompts: a
+    fine-tune of another base (MiniLM, me5-small under cpu-small) trained with conventions
+    its base is not evaluated with, confounding base vs fine-tune."""
+    from trainer.arguments import parse
+    from trainer.encoder import Encoder
+    from trainer.train import build_encoder
+
+    common = ["--train_data", str(tmp_path), "--output_dir", str(tmp_path / "out")]
+    for profile, base in (("cpu-small", "builtin:minilm"), ("cpu-e5", "builtin:qwen3-tiny")):
+        model, _, args = parse([f"configs/{profile}.yaml", "--model_name_or_path", base, *common])
+        trained, path = build_encoder(model, args)
+        evaluated = Encoder.from_pretrained(path)
+        conventions = [
+            (e.encoder_config.pooling, e.encoder_config.prompt_style) for e in (trained, evaluated)
+        ]
+        assert conventions[0] == conventions[1], (profile, base, conventions)
+
+
+def test_lora_target_modules_from_a_yaml_list_are_a_list_for_peft():
+    """A profile's `lora_target_modules: [q_proj, v_proj]` arrived joined, and peft read
+    'q_proj,v_proj' as one module name: NoMatchingPeftModuleError."""
+    from trainer.encoder import Encoder
+    from trainer.models import resolve
+
+    encoder = Encoder.from_pretrained(resolve("builtin:qwen3-tiny"))
+    encoder.add_lora(4, 8, target_modules="q_proj,v_proj")
+    assert sorted(encoder.backbone.peft_config["default"].target_modules) == ["q_proj", "v_proj"]

@@ -299,8 +299,8 @@ class Encoder(nn.Module):
             raise ValueError(
                 f"pooling must be {', '.join(POOLINGS)} or auto, got {config.pooling!r}"
             )
-        if config.prompt_style == "auto":
-            config.prompt_style = "instruct" if config.pooling == "last" else "none"
+        if config.prompt_style == "auto":  # the model's kind, not a pooling a caller chose
+            config.prompt_style = "instruct" if _is_decoder(self.base_model) else "none"
         if config.prompt_style not in PROMPT_STYLES:
             raise ValueError(
                 f"prompt_style must be one of {PROMPT_STYLES} or auto, got {config.prompt_style!r}"
@@ -380,6 +380,9 @@ class Encoder(nn.Module):
         """Wrap the backbone with a fresh LoRA adapter (peft)."""
         from peft import LoraConfig, get_peft_model
 
+        if isinstance(target_modules, str) and target_modules != "all-linear":
+            # "q_proj,v_proj" (a profile's YAML list, joined): peft would read one regex
+            target_modules = [m.strip() for m in target_modules.split(",") if m.strip()]
         lora = LoraConfig(
             r=r, lora_alpha=alpha, lora_dropout=dropout, target_modules=target_modules, bias="none"
         )
