@@ -374,3 +374,30 @@ def test_encode_cli_names_a_missing_column_or_null_before_loading_the_model(
     with pytest.raises(ValueError, match=message):  # the model path is never looked at
         encode.main([*flags, "--out", str(tmp_path / "out.parquet")])
     assert not (tmp_path / "out.parquet").exists()
+
+
+def test_a_model_retrained_into_its_folder_replaces_its_registry_row(tmp_path):
+    """Without --model_id each run gets a new id (it holds the time): rerunning a training
+    into the same folder added a second row, the older one describing overwritten weights."""
+    from trainer.registry import registry_row, write_registry
+
+    lake, out = str(tmp_path / "lake"), tmp_path / "model"
+    out.mkdir()
+    for model_id in ("stage1-20261207T200723-62a1c6", "stage1-20261207T200746-62a1c6"):
+        row = registry_row(
+            model_id=model_id,
+            stage="stage1",
+            base_model="builtin:qwen3-tiny",
+            parent_model=None,
+            config_json={},
+            data_manifest_hash="h",
+            data_versions={"gold/stage1_pairs": 0},
+            best_val_loss=None,
+            steps=1,
+            output_path=str(out),
+        )
+        write_registry(row, str(out), lake)
+    other = registry_row(**{**row, "model_id": "elsewhere", "output_path": str(tmp_path / "b")})
+    write_registry(other, str(tmp_path), lake)
+    registry = DeltaTable(f"{lake}/models/registry").to_pandas()
+    assert sorted(registry.model_id) == ["elsewhere", "stage1-20261207T200746-62a1c6"]

@@ -42,5 +42,8 @@ def write_registry(
         [row],
         path_or_uri(lake),  # a relative path as the trainer's working directory sees it
         "models/registry",
-        replace_where=f"model_id = {sql_string(row['model_id'])}",
+        # a model retrained into the same folder (a default id holds the time) replaces the
+        # row of the weights it overwrote
+        replace_where=f"model_id = {sql_string(row['model_id'])} "
+        f"OR output_path = {sql_string(row['output_path'])}",
     )
