@@ -19,7 +19,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from lake import fs, read_table, table_exists, table_path
-from lake.snapshots import RUN_TAG
+from lake.snapshots import run_of
 from lake.tables import commit_metadata
 
 EXCLUDED = "silver/excluded_families"
@@ -66,10 +66,9 @@ def _writer(spark: SparkSession, lake: str, version: int) -> str | None:
     """The run that committed ``version`` of the lake's excluded families (None: untagged;
     a version whose commit the log no longer holds, or never held, says so)."""
     try:
-        metadata = commit_metadata(spark, table_path(lake, EXCLUDED), version) or ""
+        return run_of(commit_metadata(spark, table_path(lake, EXCLUDED), version))
     except Exception:  # a lake rebuilt with fewer versions, or its log cleaned up since
         return _NOT_IN_LOG
-    return metadata[len(RUN_TAG) :] if metadata.startswith(RUN_TAG) else None
 
 
 _NOT_IN_LOG = "(not in the log)"

@@ -21,13 +21,13 @@ from pyspark.sql import functions as F
 
 from lake import fs
 from lake.snapshots import (
-    RUN_TAG,
     MixedLakeError,
     Run,
     Snapshot,
     check_consistent,
     failed_head,
     failed_runs,
+    run_of,
     succeeded_runs,
     tag,
     visible,
@@ -233,10 +233,10 @@ class JobRun:
         newest = next(iter(commit_versions(self.spark, path)), None)
         if newest is None:
             return None
-        metadata = commit_metadata(self.spark, path, newest) or ""
-        if metadata == tag(self.run_id) or not metadata.startswith(RUN_TAG):
+        writer = run_of(commit_metadata(self.spark, path, newest))
+        if writer is None or writer == self.run_id:
             return None
-        if self._runs is not None and metadata[len(RUN_TAG) :] in self._runs:
+        if self._runs is not None and writer in self._runs:
             return None  # a successful run's commit: the common case, no run log read
         base, skipped = failed_head(self.spark, path, failed_runs(self.spark, self.lake))
         if not skipped:

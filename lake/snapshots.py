@@ -50,6 +50,11 @@ def tag(run_id: str) -> str:
     return RUN_TAG + run_id
 
 
+def run_of(metadata: str | None) -> str | None:
+    """The run id a commit's ``userMetadata`` tags (:func:`tag`), or None when untagged."""
+    return metadata[len(RUN_TAG) :] if metadata and metadata.startswith(RUN_TAG) else None
+
+
 def succeeded_runs(spark: SparkSession, lake: str) -> dict[str, Run]:
     """Every run recorded as succeeded in ``meta/job_runs``, by run id."""
     path = table_path(lake, "meta/job_runs")
@@ -82,7 +87,7 @@ def failed_head(spark: SparkSession, path: str, failed: set[str]) -> tuple[int, 
     the list is empty when the newest commit is no failed run's."""
     skipped = []
     for version, metadata in commits(spark, path):
-        run_id = (metadata or "")[len(RUN_TAG) :] if (metadata or "").startswith(RUN_TAG) else None
+        run_id = run_of(metadata)
         if run_id is None or run_id not in failed:
             return version, skipped
         skipped.append(version)
@@ -94,8 +99,7 @@ def visible(spark: SparkSession, lake: str, name: str, runs: dict[str, Run]) -> 
     path = table_path(lake, name)
     hidden: list[int] = []
     for version, metadata in commits(spark, path):
-        metadata = metadata or ""
-        run_id = metadata[len(RUN_TAG) :] if metadata.startswith(RUN_TAG) else None
+        run_id = run_of(metadata)
         if run_id is not None and run_id not in runs:
             hidden.append(version)
             continue

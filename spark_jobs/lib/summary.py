@@ -47,13 +47,18 @@ NO_LOWER_CASE = f"^[^a-z{CJK_CLASS}]*$"
 SENTENCE_END = "[.。．｡:：;；!?！？]$"
 
 
+_LABEL, _NO_LOWER, _CAPITAL, _END = map(
+    re.compile, (HEADING_LABEL, NO_LOWER_CASE, "[A-Z]", SENTENCE_END)
+)
+
+
 def is_heading(text: str) -> bool:
     """The Python twin of ``query_types._heading`` (see the patterns above)."""
-    if re.search(HEADING_LABEL, text):
+    if _LABEL.search(text):
         return True
-    if re.search(NO_LOWER_CASE, text) and re.search("[A-Z]", text):
+    if _NO_LOWER.search(text) and _CAPITAL.search(text):
         return True
-    return len(text) < HEADING_MAX_CHARS and not re.search(SENTENCE_END, text)
+    return len(text) < HEADING_MAX_CHARS and not _END.search(text)
 
 
 def sentences(text: str) -> list[str]:
