@@ -10,7 +10,7 @@ from sentence_transformers.sentence_transformer.losses import MultipleNegativesR
 from torch.nn import functional
 
 from trainer.data import Example, family_disjoint_batches
-from trainer.encoder import last_token_pool, mean_pool
+from trainer.encoder import first_token_pool, last_token_pool, mean_pool
 from trainer.loss import InfoNCELoss, MatryoshkaLoss
 from trainer.models import resolve
 
@@ -65,13 +65,15 @@ def test_matryoshka_total_is_the_weighted_sum_of_truncated_losses():
     assert torch.allclose(total, 0.6 * short + 0.4 * base(q, p, n), atol=1e-6)
 
 
-def test_last_token_pooling_with_left_and_right_padding():
+def test_first_and_last_token_pooling_with_left_and_right_padding():
     hidden = torch.arange(2 * 4 * 3, dtype=torch.float).view(2, 4, 3)
     right = torch.tensor([[1, 1, 0, 0], [1, 1, 1, 1]])
     left = torch.tensor([[0, 0, 1, 1], [1, 1, 1, 1]])
     assert torch.equal(last_token_pool(hidden, right), torch.stack([hidden[0, 1], hidden[1, 3]]))
     assert torch.equal(last_token_pool(hidden, left), torch.stack([hidden[0, 3], hidden[1, 3]]))
     assert torch.allclose(mean_pool(hidden, right)[0], hidden[0, :2].mean(0))
+    assert torch.equal(first_token_pool(hidden, right), hidden[:, 0])
+    assert torch.equal(first_token_pool(hidden, left), torch.stack([hidden[0, 2], hidden[1, 0]]))
 
 
 def test_batches_never_hold_two_texts_of_one_family():
@@ -455,6 +457,28 @@ def test_a_sentence_transformers_folder_keeps_its_cls_pooling(tmp_path):
     assert again.encoder_config.pooling == "cls"
     saved = SentenceTransformer(str(tmp_path / "saved"), device="cpu")
     assert torch.allclose(saved.encode(texts, convert_to_tensor=True), ours, atol=1e-5)
+
+
+@pytest.mark.parametrize("pooling", ["cls", "mean"])
+def test_an_encoder_model_pads_on_the_right_whatever_its_tokenizer_says(pooling, tmp_path):
+    """A BERT-style folder whose tokenizer pads on the left (its tokenizer_config says so) was
+    padded on the left: [CLS] pooling took a padding token's state, and the absolute positions
+    of the real tokens moved with the batch's longest text, so a text's embedding depended on
+    its batch. Encoder models now pad on the right, as they were trained."""
+    from trainer.encoder import Encoder
+
+    folder = tmp_path / "st"
+    _st_folder(tmp_path, pooling)
+    config_file = folder / "tokenizer_config.json"
+    config_file.write_text(
+        json.dumps({**json.loads(config_file.read_text()), "padding_side": "left"})
+    )
+    encoder = Encoder.from_pretrained(str(folder))
+    assert encoder.tokenizer.padding_side == "left"
+    texts = ["a rotor", "a rotor blade with a cooling channel along its leading edge"]
+    batched = encoder.encode_passage(texts)
+    alone = torch.cat([encoder.encode_passage([text]) for text in texts])
+    assert torch.allclose(batched, alone, atol=1e-5)
 
 
 def test_a_sentence_transformers_folder_keeps_its_token_limit(tmp_path):

@@ -254,6 +254,12 @@ def last_token_pool(hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch
     return hidden[torch.arange(hidden.shape[0], device=hidden.device), last]
 
 
+def first_token_pool(hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """Hidden state of each row's first real token ([CLS]), for left or right padding alike."""
+    first = attention_mask.long().argmax(dim=1)  # the first maximum: the first real token
+    return hidden[torch.arange(hidden.shape[0], device=hidden.device), first]
+
+
 def mean_pool(hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
     mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
     return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
@@ -309,6 +315,10 @@ class Encoder(nn.Module):
             tokenizer.pad_token = tokenizer.eos_token
         self.limit_length(config.max_length)
         self._end_id = self._end_to_append() if config.pooling == "last" else None
+        # An encoder (absolute positions from 0, [CLS] first) was trained on right padding,
+        # whatever its tokenizer_config says; a decoder keeps its tokenizer's side (Qwen3-
+        # Embedding pads on the left and pools the last token, which works for either).
+        self._padding_side = None if _is_decoder(self.base_model) else "right"
 
     def limit_length(self, max_length: int) -> int:
         """Set the token limit of every text to ``max_length``, at most the model's absolute
@@ -416,7 +426,7 @@ class Encoder(nn.Module):
         if end is not None:
             batch["input_ids"] = [[*ids, end] for ids in batch["input_ids"]]
             batch["attention_mask"] = [[*m, 1] for m in batch["attention_mask"]]
-        padded = self.tokenizer.pad(batch, return_tensors="pt")
+        padded = self.tokenizer.pad(batch, padding_side=self._padding_side, return_tensors="pt")
         return {"input_ids": padded["input_ids"], "attention_mask": padded["attention_mask"]}
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
@@ -429,7 +439,7 @@ class Encoder(nn.Module):
         if pooling == "last":
             pooled = last_token_pool(hidden, attention_mask)
         elif pooling == "cls":
-            pooled = hidden[:, 0]
+            pooled = first_token_pool(hidden, attention_mask)
         else:
             pooled = mean_pool(hidden, attention_mask)
         return functional.normalize(pooled, dim=-1) if self.encoder_config.normalize else pooled
