@@ -53,8 +53,9 @@ def normalize_language_py(code: str | None) -> str | None:
     """Python twin of :func:`normalize_language` (used by tests and the trainer)."""
     if code is None:
         return None
-    # the same rule as Spark's: F.trim strips spaces only, Java's $ also before a final newline
-    match = re.match(_CODE + "$", code.strip(" ").lower())
+    # the same rule as Spark's: F.trim strips spaces only, and the code ends the string (no
+    # final line terminator: Java's $ allows \r and \u2028 there, Python's only \n)
+    match = re.fullmatch(_CODE, code.strip(" ").lower())
     primary = match.group(1) if match else ""
     primary = ALIASES.get(primary, primary)
     return primary if primary in ISO_639_1 else None
@@ -62,7 +63,7 @@ def normalize_language_py(code: str | None) -> str | None:
 
 def normalize_language(code: Column) -> Column:
     """ISO 639-1 code for ``code``, or null when it is not a known language."""
-    primary = F.regexp_extract(F.lower(F.trim(code)), "^" + _CODE + "$", 1)
+    primary = F.regexp_extract(F.lower(F.trim(code)), "^" + _CODE + r"\z", 1)
     alias_map = F.create_map(*[F.lit(x) for pair in sorted(ALIASES.items()) for x in pair])
     resolved = F.coalesce(F.try_element_at(alias_map, primary), primary)
     return F.when(resolved.isin(*sorted(ISO_639_1)), resolved)
