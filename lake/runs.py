@@ -72,6 +72,7 @@ class JobRun:
         self.job = job
         self.args = args or {}
         self.run_id = run_id or f"{job}-{datetime.now(UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}"
+        self._given_id = run_id is not None  # a generated id is new; a caller's is checked
         self.inputs: dict[str, int] = {}
         self.outputs: dict[str, int] = {}
         self.metrics: dict[str, int] = {}
@@ -292,8 +293,31 @@ class JobRun:
 
     # -- run log ------------------------------------------------------------------------------
     def __enter__(self) -> JobRun:
+        if self._given_id:
+            self._refuse_a_used_run_id()
         self.info(f"run {self.run_id} on lake {self.lake}")
         return self
+
+    def _refuse_a_used_run_id(self) -> None:
+        """A run id names one run: readers publish or hide a commit by its run's status, so a
+        second run under a recorded id (a rerun after a failure) would publish the first
+        one's commits as its own. Refused before anything is written or recorded."""
+        path = table_path(self.lake, "meta/job_runs")
+        if not table_exists(self.spark, path):
+            return
+        used = (
+            self.spark.read.format("delta")
+            .load(path)
+            .where(F.col("run_id") == self.run_id)
+            .select("job", "status")
+            .first()
+        )
+        if used is not None:
+            raise ValueError(
+                f"{self.job}: run id {self.run_id} is already in {self.lake}/meta/job_runs "
+                f"(a {used['job']} run that {used['status']}): a run id names one run; pass "
+                "another --run-id or leave it out for a generated one"
+            )
 
     def __exit__(self, exc_type, exc, tb) -> None:
         status = "succeeded" if exc is None else "failed"

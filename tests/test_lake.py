@@ -187,6 +187,21 @@ def test_failed_job_is_logged_with_its_error(spark, lake):
     assert log[log.run_id == "r2"].iloc[0].status == "failed"
 
 
+def test_a_run_id_already_in_the_run_log_is_refused(spark, lake):
+    """--run-id was taken as given: a rerun under a failed run's id recorded a second row
+    with that id, and the failed attempt's commits then read as the successful run's."""
+    write_table(spark, families(spark, [ROW]), lake, "silver/families")
+    with pytest.raises(FileNotFoundError), JobRun(spark, lake, "unit", run_id="again") as job:
+        job.read("silver/patents")
+    used = r"run id again.*meta/job_runs.*unit run that failed"
+    with pytest.raises(ValueError, match=used), JobRun(spark, lake, "unit", run_id="again"):
+        pass
+    log = DeltaTable(f"{lake}/meta/job_runs").to_pandas()
+    assert list(log[log.run_id == "again"].status) == ["failed"]
+    with JobRun(spark, lake, "unit", run_id="fresh"):
+        pass
+
+
 def test_a_job_on_a_mistyped_lake_says_so_and_leaves_no_lake_behind(spark, tmp_path, capsys):
     """curate --lake data/laek said "run the job that writes it first" and created
     data/laek/meta/job_runs to record its failure: a lake holding nothing but that record."""
