@@ -126,6 +126,7 @@ def aggregate(rows: list[dict], metric_names: list[str]) -> list[dict]:
         groups[(r["lang"], r["view"])].append(r)
     out = []
     macro: dict[tuple, dict[str, float]] = {}
+    sectioned: dict[tuple, int] = {}  # query views with an IPC section, per (lang, view)
     for (lang, view), members in sorted(groups.items()):
         by_section: dict[str, list[dict]] = defaultdict(list)
         for r in members:
@@ -141,19 +142,21 @@ def aggregate(rows: list[dict], metric_names: list[str]) -> list[dict]:
             if section_means:
                 value = sum(section_means.values()) / len(section_means)
                 macro.setdefault((lang, view), {})[name] = value
-                out.append(
-                    _row(lang, view, "MACRO", name, value, sum(len(q) for q in by_section.values()))
-                )
+                sectioned[(lang, view)] = sum(len(q) for q in by_section.values())
+                out.append(_row(lang, view, "MACRO", name, value, sectioned[(lang, view)]))
+    # n_queries is the query views a row stands on (it was the number of views, or of cells)
     for name in metric_names:
-        langs: dict[str, list[float]] = defaultdict(list)
-        for (lang, _), values in macro.items():
+        langs: dict[str, list[tuple]] = defaultdict(list)
+        for cell, values in macro.items():
             if name in values:
-                langs[lang].append(values[name])
-        for lang, values in sorted(langs.items()):
-            out.append(_row(lang, "ALL", "MACRO", name, sum(values) / len(values), len(values)))
-        cells = [v[name] for v in macro.values() if name in v]
+                langs[cell[0]].append(cell)
+        for lang, cells in sorted(langs.items()):
+            value = sum(macro[c][name] for c in cells) / len(cells)
+            out.append(_row(lang, "ALL", "MACRO", name, value, sum(sectioned[c] for c in cells)))
+        cells = [c for c in macro if name in macro[c]]
         if cells:
-            out.append(_row("ALL", "ALL", "MACRO", name, sum(cells) / len(cells), len(cells)))
+            value = sum(macro[c][name] for c in cells) / len(cells)
+            out.append(_row("ALL", "ALL", "MACRO", name, value, sum(sectioned[c] for c in cells)))
     return out
 
 

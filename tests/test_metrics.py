@@ -88,7 +88,9 @@ def test_ipc_section_macro_and_overall_by_hand():
     assert out[("zh", "ALL", "MACRO")]["value"] == pytest.approx(0.75 / 4)
     assert out[("en", "ALL", "MACRO")]["value"] == pytest.approx(0.5 / 4)
     assert out[("ALL", "ALL", "MACRO")]["value"] == pytest.approx((0.75 + 0.5) / 12)
-    assert out[("ALL", "ALL", "MACRO")]["n_queries"] == 12
+    # query views, as docs/TABLES.md says (they were 4 views and 12 cells)
+    assert out[("zh", "ALL", "MACRO")]["n_queries"] == 3 + 1 + 1 + 1
+    assert out[("ALL", "ALL", "MACRO")]["n_queries"] == len(rows) == 15
     assert (
         out[("zh", "ABS", "MACRO")]["metric"] == "hit" and out[("zh", "ABS", "MACRO")]["k"] == 100
     )
