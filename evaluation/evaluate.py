@@ -422,7 +422,7 @@ def write_tables(spark, lake: str, evaluated: list[tuple[dict, list[dict], list[
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
-    add_lake_arguments(parser, required=True)
+    add_lake_arguments(parser)
     parser.add_argument(
         "--inputs",
         type=path_or_uri,

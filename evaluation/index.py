@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     dense = sub.add_parser(
         "faiss", allow_abbrev=False, help="FAISS index over the encoder's TAC embeddings"
     )
-    add_lake_arguments(dense, required=True)
+    add_lake_arguments(dense)
     dense.add_argument(
         "--encoder", required=True, help="encoder name used when the embeddings were written"
     )

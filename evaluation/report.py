@@ -736,7 +736,7 @@ def parse_compare(text: str | None, runs: list[str]) -> tuple[str, str] | None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
-    add_lake_arguments(parser, required=True)
+    add_lake_arguments(parser)
     parser.add_argument("--runs", required=True, help="comma-separated run ids, in table order")
     parser.add_argument("--out", required=True)
     parser.add_argument("--dim", type=int, default=64)

@@ -197,7 +197,13 @@ def job_arguments(description: str) -> argparse.ArgumentParser:
     """An argument parser with the flags every job shares (kebab-case)."""
     parser = argparse.ArgumentParser(description=description, allow_abbrev=False)
     add_lake_arguments(parser)
-    parser.add_argument("--run-id", default=None, help="run id recorded in meta/job_runs")
+    parser.add_argument(
+        "--run-id",
+        type=label,
+        default=None,
+        help="run id recorded in meta/job_runs (letters, digits and . _ + = @ -; default: "
+        "generated)",
+    )
     parser.add_argument(
         "--allow-empty",
         action="store_true",
@@ -225,13 +231,12 @@ def path_or_uri(text: str) -> str:
     return os.path.abspath(os.path.expanduser(text))
 
 
-def add_lake_arguments(parser: argparse.ArgumentParser, required: bool = False) -> None:
+def add_lake_arguments(parser: argparse.ArgumentParser) -> None:
     """``--lake`` and ``--master`` for any command that reads or writes the lake."""
     parser.add_argument(
         "--lake",
         type=path_or_uri,
-        required=required,
-        default=None if required else DEFAULT_LAKE,
+        default=DEFAULT_LAKE,
         help="lake root: a local path or any Spark URI (file://, s3a://, hdfs://, ...); "
         "default $XEMBED_LAKE, else ./data/lake",
     )

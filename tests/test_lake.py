@@ -325,6 +325,8 @@ def test_finish_keeps_the_exit_status_atexit_handlers_and_buffered_output(tmp_pa
             ["--tables", "silver/views", "--run-id", "../../x"],
             "argument --run-id: expected letters",
         ),
+        # a job's run id is a label too, as README says ("../a b'" ran and was recorded)
+        ("spark_jobs.split", ["--run-id", "../a b'"], "argument --run-id: expected letters"),
         # a gate over no table validated nothing and passed
         ("expectations.run", ["--tables", " , "], "--tables names no table: ' , '"),
         # the folders Spark reads or writes go through path_or_uri (made absolute: a Spark
