@@ -116,7 +116,10 @@ def select_query_types(queries: list[dict], wanted: list[str]) -> list[dict]:
     if missing:
         raise ValueError(
             f"the evaluation inputs hold no query of type(s) {missing} (they hold "
-            f"{sorted(held)}); rerun spark_jobs/prepare_evaluation.py with this code"
+            f"{sorted(held)}): no query patent has that text (a corpus without descriptions "
+            f"has no DESC queries), so pass --query-types {','.join(t for t in wanted if t in held)}"
+            "; or the inputs were prepared by older code without that type: rerun "
+            "spark_jobs/prepare_evaluation.py"
         )
     return [q for q in queries if q["view"] in set(wanted)]
 
@@ -252,6 +255,13 @@ def evaluate_results(
         qrels[qid] = set(q["x_cited"]) & collection_ids - set(members.get(q["family_id"], []))
         meta[qid] = q
     effective = {qid for qid, rel in qrels.items() if rel}
+    if not effective:
+        outside = sum(1 for q in queries if not set(q["x_cited"]) & collection_ids)
+        raise ValueError(
+            f"none of the {len(queries):,} query views has an X citation left to find: "
+            f"{outside:,} cite no patent of the collection, {len(queries) - outside:,} only "
+            "members of their own family (excluded from their candidates); nothing to score"
+        )
     per_query, aggregated = [], []
     # MRR over the lists as searched: labelled with their depth, which --cutoffs sets
     mrr = f"mrr@{depth}"
@@ -324,6 +334,14 @@ def evaluate_results(
     metrics.write_qrels(
         str(out_dir / "qrels.txt"), {q: r for q, r in qrels.items() if q in effective}
     )
+    # one qrels per language x view beside its runs: a query whose list is empty after the
+    # family exclusion has no line in the run, and `evaluation.metrics --complete` with the
+    # cell's qrels counts it as eval/metrics does (with qrels.txt, every other cell's too)
+    cells: dict[tuple, dict] = defaultdict(dict)
+    for qid in effective:
+        cells[(meta[qid]["lang"], meta[qid]["view"])][qid] = qrels[qid]
+    for (lang, view), cell in cells.items():
+        metrics.write_qrels(str(out_dir / f"{lang}_{view}.qrels"), cell)
     with open(out_dir / "query_meta.tsv", "w", encoding="utf-8") as f:
         f.write("qid\tlang\tview\tipc_section\n")
         for qid in sorted(effective):

@@ -286,4 +286,7 @@ def test_the_evaluator_names_an_empty_query_set_and_a_missing_type():
     queries = [{"view": "ABS", "id": 1}, {"view": "TAC", "id": 2}]
     with pytest.raises(ValueError, match=r"no query of type\(s\) \['TITLE'\] \(they hold \['ABS'"):
         select_query_types(queries, ["ABS", "TITLE"])
+    # a corpus without descriptions: the remedy is the types held, not a rerun of prepare
+    with pytest.raises(ValueError, match=r"no DESC queries\), so pass --query-types ABS,TAC;"):
+        select_query_types(queries, ["ABS", "DESC", "TAC"])
     assert select_query_types(queries, ["TAC"]) == [{"view": "TAC", "id": 2}]

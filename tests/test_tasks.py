@@ -3,6 +3,7 @@ ranx's RRF, F1 and V-measure by hand from their definitions."""
 
 from __future__ import annotations
 
+import json
 import math
 from collections import Counter
 
@@ -226,6 +227,49 @@ def test_evaluate_results_writes_inscope_strata_and_landscape_rows(tmp_path):
     )
     assert overall["value"] == pytest.approx(0.5)  # en-ABS: mean of sections G (0) and H (1)
     assert any(r["view"] == "TITLE" and r["lang"] == "en" for r in rows)
+
+
+def test_a_cells_trec_run_and_qrels_reproduce_its_metrics(tmp_path, capsys):
+    """A query whose list is empty after the family exclusion has no line in the TREC run:
+    `evaluation.metrics` dropped it (1.0 over 1 query), and with qrels.txt and --complete it
+    counted the other cell's queries too (0.25 over 4); eval/metrics says 0.5 over 2."""
+    from evaluation import metrics
+    from evaluation.evaluate import evaluate_results
+
+    queries = [
+        _query("Q1", "ABS", "H", 2025, "CN", [], ["X1"]),
+        _query("Q2", "ABS", "H", 2025, "CN", [], ["X2"]),  # finds only its own family
+        _query("Q3", "TAC", "H", 2025, "CN", [], ["X1"]),
+        _query("Q4", "TAC", "H", 2025, "CN", [], ["X2"]),
+    ]
+    members = {"FQ2": ["Q2", "Q2B"]}
+    found = {"Q1": [("X1", 0.9)], "Q2": [("Q2B", 0.9)], "Q3": [("D", 0.9)], "Q4": [("D", 0.9)]}
+    results = {64: [found[q["publication_number"]] for q in queries]}
+    _, rows = evaluate_results(
+        results, queries, members, {"X1", "X2", "D", "Q2B"}, [1], tmp_path, "t"
+    )
+    cell = next(
+        r
+        for r in rows
+        if (r["lang"], r["view"], r["ipc_section"], r["metric"], r["stratum"])
+        == ("en", "ABS", "ALL", "hit", "ALL")
+    )
+    assert (cell["value"], cell["n_queries"]) == (0.5, 2)
+    capsys.readouterr()
+    run, qrels = str(tmp_path / "en_ABS_64.trec"), str(tmp_path / "en_ABS.qrels")
+    assert metrics.main(["--run", run, "--qrels", qrels, "--k", "1", "--complete"]) == 0
+    scored = json.loads(capsys.readouterr().out)
+    assert (scored["mean"]["hit@1"], scored["n_queries"]) == (0.5, 2)
+
+
+def test_no_query_with_an_x_citation_to_find_is_an_error(tmp_path):
+    """With every X citation outside the collection, evaluate recorded a succeeded run with
+    no metric rows, and only the report said later that eval/metrics had none."""
+    from evaluation.evaluate import evaluate_results
+
+    queries = [_query("Q1", "ABS", "H", 2025, "CN", [], ["X9"])]
+    with pytest.raises(ValueError, match=r"none of the 1 query views .* 1 cite no patent"):
+        evaluate_results({64: [[("D", 0.5)]]}, queries, {}, {"D"}, [1], tmp_path, "t")
 
 
 def test_hybrid_fusion_is_rrf_of_the_two_lists():
