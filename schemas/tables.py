@@ -223,8 +223,8 @@ GOLD_STAGE1_PAIRS = TableSpec(
         req(
             "pair_type",
             "string",
-            "ABS-CLAIM | CLAIM-DESC | ABS-ABS | CLAIM-CLAIM | TITLE-ABS | ABS-FIC | ABS-DESC "
-            "| TAXONOMY | CITATION",
+            "ABS-CLAIM | CLAIM-DESC | ABS-ABS | CLAIM-CLAIM | ABS-FIC | ABS-DESC | TAXONOMY "
+            "| CITATION",
         ),
         req("signal", "string", "cross_section | cross_language | taxonomy | citation"),
         req("anchor_id", "string"),
@@ -283,7 +283,9 @@ GOLD_STAGE2_CANDIDATES = TableSpec(
         req("query_view", "string"),
         req("query_lang", "string"),
         req(
-            "n_available", "int", "candidates available for this query view (2,000 unless flagged)"
+            "n_available",
+            "int",
+            "candidates found for this query view: --k (2,000 by default) unless the pool is smaller",
         ),
         req("cand_ids", "array<string>", "n_available unique candidates, union order"),
         req("dense_scores", "array<float>", "dense score of each candidate (all of them)"),

@@ -112,6 +112,8 @@ def run(
                 )
             rows = export_rules.stage1_rows(pairs, job.read("silver/views"), max_chars)
             base, _, other = recipe.partition(defaults.MATCHED)
+            if other:
+                _check_matched_volume(job.read(table), recipe, other)
             job.check_partition(
                 table,
                 "build_pairs",
@@ -220,6 +222,26 @@ def main(argv: list[str] | None = None) -> int:
         args.landscape,
     )
     return 0
+
+
+def _check_matched_volume(pairs, control: str, other: str) -> None:
+    """A matched-volume control holds exactly as many pairs as ``other`` did when it was
+    built; ``other`` rebuilt since (another landscape, seed, cap) leaves a control that no
+    longer matches anything, which would train and compare as if it did."""
+    counts = {
+        r["recipe"]: r["n"]
+        for r in pairs.where(F.col("recipe").isin(control, other))
+        .groupBy("recipe")
+        .agg(F.count("*").alias("n"))
+        .collect()
+    }
+    if counts.get(control, 0) != counts.get(other, 0):
+        base = control.partition(defaults.MATCHED)[0]
+        raise ValueError(
+            f"recipe {control!r} holds {counts.get(control, 0):,} pairs but {other!r} now holds "
+            f"{counts.get(other, 0):,}: {other} was rebuilt after its control; rebuild the "
+            f"control (build_pairs.py --recipe {base} --match-volume-of {other})"
+        )
 
 
 if __name__ == "__main__":

@@ -131,15 +131,20 @@ def built(spark, base, tmp_path_factory):
 
 
 TRAINING = {"P1", "P1J", "P2", "P3", "P4", "P5", "P6"}  # every patent but the evaluation family's
+# (citing anchor, cited positive) of the X/Y/A citations that make pairs
+CITATION_PAIRS = {("P2", "P1"), ("P3", "P4"), ("P4", "P1J")}
 
 
 @SHARED_LAKES
-def test_r3_pairs_four_sections_of_each_patent(built):
+def test_r3_pairs_each_abstract_with_its_first_independent_claim(built):
+    """R3 "pairs each patent abstract with its first independent claim" (paper 001, section
+    2); it held TITLE-ABS, ABS-CLAIM and CLAIM-DESC pairs too, and the matched control with
+    it."""
     r3 = pairs_of(built, "r3")
-    assert set(r3.signal) == {"cross_section"}
-    for pair_type in ("TITLE-ABS", "ABS-CLAIM", "ABS-FIC", "CLAIM-DESC"):
-        assert keys(r3, pair_type) == {(p, p) for p in TRAINING}, pair_type
-    assert len(r3) == 4 * len(TRAINING)
+    assert set(r3.signal) == {"cross_section"} and set(r3.pair_type) == {"ABS-FIC"}
+    assert keys(r3, "ABS-FIC") == {(p, p) for p in TRAINING}
+    assert (r3.anchor_view == "ABS").all() and (r3.positive_view == "FIC").all()
+    assert len(r3) == len(TRAINING)
     assert (r3.anchor_lang == r3.positive_lang).all() and (
         r3.family_id == r3.positive_family_id
     ).all()
@@ -148,9 +153,11 @@ def test_r3_pairs_four_sections_of_each_patent(built):
 @SHARED_LAKES
 def test_r4_adds_taxonomy_and_citation_pairs(spark, built, tmp_path):
     r4 = pairs_of(built, "r4")
-    assert len(pairs_of(built, "r3")) == 28  # r3's partition is left alone (r4, qaecter after it)
-    # citations: resolved X/Y/A, other families, both before the cutoff, one pair per direction
-    assert keys(r4, "CITATION") == {("P1", "P2"), ("P3", "P4"), ("P1J", "P4")}
+    assert len(pairs_of(built, "r3")) == 7  # r3's partition is left alone (r4, qaecter after it)
+    # citations: resolved X/Y/A, other families, both before the cutoff; the citing patent is
+    # the anchor (it was the smaller number: P1 "retrieved" the P2 that cites it), and P1 and
+    # P2 citing each other give one pair, anchored on the later published P2
+    assert keys(r4, "CITATION") == CITATION_PAIRS
     codes = {pn: {c[:4] for c in ipc} for pn, _, _, ipc, _ in PATENTS}
     family = {pn: fam for pn, fam, *_ in PATENTS}
     taxonomy = keys(r4, "TAXONOMY")
@@ -163,10 +170,10 @@ def test_r4_adds_taxonomy_and_citation_pairs(spark, built, tmp_path):
     assert (cross.anchor_view == "TAC").all() and (
         cross.family_id != cross.positive_family_id
     ).all()
-    assert len(r4) == 28 + 4 + 3
+    assert len(r4) == 7 + 4 + 3
     stats = DeltaTable(f"{built}/gold/stage1_stats").to_pandas()
     by_signal = stats[stats.recipe == "r4"].groupby("signal").n_pairs.sum().to_dict()
-    assert by_signal == {"cross_section": 28, "taxonomy": 4, "citation": 3}
+    assert by_signal == {"cross_section": 7, "taxonomy": 4, "citation": 3}
     # the cap holds per subclass; the same seed gives the same pairs
     lake = private_copy(built, tmp_path)
     build_pairs.run(spark, lake, recipe="r4", seed=3, taxonomy_cap=1)
@@ -180,18 +187,19 @@ def test_citation_pairs_respect_an_explicit_cutoff(spark, base, tmp_path):
     lake = private_copy(base, tmp_path)
     build_pairs.run(spark, lake, recipe="qaecter", eval_cutoff="2021-01-01")
     qaecter = pairs_of(lake, "qaecter")
-    assert keys(qaecter, "CITATION") == {("P1J", "P4")}  # P2, P3 published after 2021-01-01
+    assert keys(qaecter, "CITATION") == {("P4", "P1J")}  # P2, P3 published after 2021-01-01
 
 
 @SHARED_LAKES
 def test_qaecter_citations_and_multi_view_self_alignment(built):
+    """QaECTER: citation pairs and views of the same patent (paper 001, section 2); it held
+    cross-language family pairs too, which neither paper describes."""
     q = pairs_of(built, "qaecter")
-    assert keys(q, "CITATION") == {("P1", "P2"), ("P3", "P4"), ("P1J", "P4")}
+    assert keys(q, "CITATION") == CITATION_PAIRS
     for pair_type in ("ABS-CLAIM", "ABS-DESC", "CLAIM-DESC"):
         assert keys(q, pair_type) == {(p, p) for p in TRAINING}
-    assert keys(q, "ABS-ABS") == keys(q, "CLAIM-CLAIM") == {("P1", "P1J")}
-    assert set(q[q.pair_type == "ABS-ABS"].signal) == {"cross_language"}
-    assert len(q) == 3 + 3 * 7 + 2
+    assert set(q.signal) == {"citation", "cross_section"}
+    assert len(q) == 3 + 3 * 7
 
 
 @SHARED_LAKES
@@ -205,19 +213,53 @@ def test_matched_volume_is_exact_and_proportional_across_signals(
     lake = private_copy(built, tmp_path)
     metrics = build_pairs.run(spark, lake, recipe="r4", match_volume_of="r3", seed=5)
     control = pairs_of(lake, "r4-matched-r3")
-    assert len(control) == len(pairs_of(lake, "r3")) == metrics["matched_volume"] == 28
+    assert len(control) == len(pairs_of(lake, "r3")) == metrics["matched_volume"] == 7
     full = pairs_of(lake, "r4")
     counts = full.groupby("pair_type").size().to_dict()
     signal_of = dict(zip(full.pair_type, full.signal, strict=False))
-    assert control.groupby("pair_type").size().to_dict() == signal_quotas(counts, signal_of, 28)
-    assert len(pairs_of(lake, "r4")) == 35  # the full recipe stays
+    assert control.groupby("pair_type").size().to_dict() == signal_quotas(counts, signal_of, 7)
+    assert len(pairs_of(lake, "r4")) == 14  # the full recipe stays
     err = capsys.readouterr().err
-    assert "signal taxonomy" in err and "total" in err and "28" in err
+    assert "signal taxonomy" in err and "total" in err and "7" in err
     stats = DeltaTable(f"{lake}/gold/stage1_stats").to_pandas()
-    assert stats[stats.recipe == "r4-matched-r3"].n_pairs.sum() == 28
+    assert stats[stats.recipe == "r4-matched-r3"].n_pairs.sum() == 7
     # a smaller recipe cannot be the control of a larger one
     with pytest.raises(ValueError, match="fewer"):
         build_pairs.run(spark, lake, recipe="r3", match_volume_of="r4")
+    # r3 rebuilt after its control (here inside a landscape): the control matches nothing any
+    # more, and its export was accepted as if it did
+    build_pairs.run(spark, lake, recipe="r3", landscape=("A",))
+    assert len(pairs_of(lake, "r3")) == 4
+    with pytest.raises(ValueError, match=r"'r4-matched-r3' holds 7 pairs but 'r3' now holds 4"):
+        export_training.run(
+            spark, lake, "stage1", "parquet", str(tmp_path / "c"), recipe="r4-matched-r3"
+        )
+    build_pairs.run(spark, lake, recipe="r4", match_volume_of="r3", seed=5)
+    manifest = export_training.run(
+        spark, lake, "stage1", "parquet", str(tmp_path / "c"), recipe="r4-matched-r3"
+    )
+    assert manifest["rows"] == 4
+
+
+def test_the_same_two_texts_under_two_pair_types_are_one_pair(spark):
+    """Two patents citing each other that are also taxonomy neighbours gave one CITATION and
+    one TAXONOMY row of the same two TACs: that pair trained twice."""
+    from spark_jobs.lib.pairs import PAIR_COLUMNS, different_texts, group_by_texts
+
+    def row(pair_type, signal, anchor, positive):
+        keys = (anchor, "en", "TAC", positive, "en", "TAC", f"F{anchor}", f"F{positive}")
+        return ("r4", pair_type, signal, *keys, f"h{anchor}", f"h{positive}")
+
+    rows = [
+        row("TAXONOMY", "taxonomy", "P1", "P2"),
+        row("CITATION", "citation", "P2", "P1"),
+        row("TAXONOMY", "taxonomy", "P3", "P4"),
+    ]
+    columns = [*PAIR_COLUMNS, "anchor_hash", "positive_hash"]
+    grouped = group_by_texts(spark.createDataFrame(rows, columns))
+    kept = {(r.pair_type, r.anchor_id, r.copies) for r in grouped.collect()}
+    assert kept == {("CITATION", "P2", 2), ("TAXONOMY", "P3", 1)}
+    assert different_texts(grouped).count() == 2
 
 
 def test_signal_quotas_are_exact_per_signal_then_per_type():
@@ -233,7 +275,7 @@ def test_export_of_a_recipe_names_both_families(spark, built, tmp_path):
     manifest = export_training.run(
         spark, lake, "stage1", "parquet", str(tmp_path / "r4"), recipe="r4"
     )
-    assert manifest["recipe"] == "r4" and manifest["rows"] == 35
+    assert manifest["recipe"] == "r4" and manifest["rows"] == 14
     rows = pd.read_parquet(tmp_path / "r4")
     cited = rows[rows.pair_type == "CITATION"]
     assert all(len(f) == 2 for f in cited.families)

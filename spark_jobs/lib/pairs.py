@@ -19,12 +19,9 @@ SIGNAL = {
     "taxonomy": "taxonomy",  # TACs of two families sharing an IPC subclass
     "citation": "citation",  # TACs of a citing and a cited patent of two families
 }
-_R3 = {
-    "TITLE-ABS": ("TITLE", "ABS", "same_patent"),
-    "ABS-CLAIM": ("ABS", "CLAIM", "same_patent"),
-    "ABS-FIC": ("ABS", "FIC", "same_patent"),
-    "CLAIM-DESC": ("CLAIM", "DESC", "same_patent"),
-}
+# R3 as paper 001 (section 2) describes paper 002's recipe: each patent's abstract with its
+# first independent claim; R4 pools those cross-section pairs with taxonomy and citation pairs
+_R3 = {"ABS-FIC": ("ABS", "FIC", "same_patent")}
 # recipe -> pair type -> (anchor view, positive view, how the two sides relate); README
 # "Training recipes" defines each.
 RECIPES: dict[str, dict[str, tuple[str, str, str]]] = {
@@ -40,13 +37,12 @@ RECIPES: dict[str, dict[str, tuple[str, str, str]]] = {
         "TAXONOMY": ("TAC", "TAC", "taxonomy"),
         "CITATION": ("TAC", "TAC", "citation"),
     },
+    # citation pairs and views of the same patent (paper 001, section 2, on paper 000)
     "qaecter": {
         "CITATION": ("TAC", "TAC", "citation"),
         "ABS-CLAIM": ("ABS", "CLAIM", "same_patent"),
         "ABS-DESC": ("ABS", "DESC", "same_patent"),
         "CLAIM-DESC": ("CLAIM", "DESC", "same_patent"),
-        "ABS-ABS": ("ABS", "ABS", "family_cross_language"),
-        "CLAIM-CLAIM": ("CLAIM", "CLAIM", "family_cross_language"),
     },
 }
 PAIR_TYPES = tuple(sorted({t for types in RECIPES.values() for t in types}))
@@ -161,13 +157,10 @@ def document_keys(keys: DataFrame, patents: DataFrame) -> DataFrame:
 
 
 def _document_pairs(docs: DataFrame, links: DataFrame, pair_type: str) -> DataFrame:
-    """Pairs of TACs for ``links`` (a, b) of two publications of different families, as one
-    unordered pair each: the smaller publication number is the anchor."""
-    ordered = links.select(
-        F.least("a", "b").alias("anchor_id"), F.greatest("a", "b").alias("positive_id")
-    ).distinct()
+    """Pairs of TACs for ``links`` (anchor_id, positive_id, one row per pair) of two
+    publications of different families."""
     a, p = _side(docs, "TAC", "anchor"), _side(docs, "TAC", "positive")
-    joined = ordered.join(a, "anchor_id").join(p, "positive_id")
+    joined = links.join(a, "anchor_id").join(p, "positive_id")
     return joined.where(F.col("anchor_family") != F.col("positive_family")).select(
         F.lit(pair_type).alias("pair_type"), *_pair_body()
     )
@@ -218,25 +211,39 @@ def taxonomy_pairs(
         .where(F.col("b").isNotNull() & (F.col("_i") <= cap))
         .select(F.col("publication_number").alias("a"), "b")
     )
-    return _document_pairs(docs, links, pair_type)
+    # a symmetric relation: one unordered pair, the smaller publication number the anchor
+    unordered = links.select(
+        F.least("a", "b").alias("anchor_id"), F.greatest("a", "b").alias("positive_id")
+    ).distinct()
+    return _document_pairs(docs, unordered, pair_type)
 
 
 def citation_pairs(
     docs: DataFrame, patents: DataFrame, citations: DataFrame, pair_type: str, cutoff: str
 ) -> DataFrame:
     """Citing and cited patent of an X, Y or A citation resolved in the corpus, both published
-    before the evaluation cutoff and of different families; both directions are one pair."""
+    before the evaluation cutoff and of different families. The citing patent is the anchor
+    (the query of the prior-art task) and the cited one the positive; two patents citing each
+    other give one pair, anchored on the later published (then the smaller number)."""
     before = patents.where(F.col("publication_date") < F.to_date(F.lit(cutoff))).select(
-        "publication_number"
+        "publication_number", "publication_date"
     )
     links = (
         citations.where(F.col("resolved") & (F.col("is_x") | F.col("is_y") | F.col("is_a")))
         .select(F.col("citing").alias("a"), F.col("cited").alias("b"))
         .where(F.col("a") != F.col("b"))
-        .join(before.withColumnRenamed("publication_number", "a"), "a", "left_semi")
-        .join(before.withColumnRenamed("publication_number", "b"), "b", "left_semi")
+        .join(before.withColumnRenamed("publication_number", "a"), "a")
+        .join(before.select(F.col("publication_number").alias("b")), "b", "left_semi")
     )
-    return _document_pairs(docs, links, pair_type)
+    one = Window.partitionBy(F.least("a", "b"), F.greatest("a", "b")).orderBy(
+        F.col("publication_date").desc(), "a"
+    )
+    oriented = (
+        links.withColumn("_r", F.row_number().over(one))
+        .where(F.col("_r") == 1)
+        .select(F.col("a").alias("anchor_id"), F.col("b").alias("positive_id"))
+    )
+    return _document_pairs(docs, oriented, pair_type)
 
 
 def candidate_pairs(
@@ -274,15 +281,16 @@ def candidate_pairs(
 
 
 def group_by_texts(pairs: DataFrame) -> DataFrame:
-    """One pair per pair type and unordered pair of texts (the smallest keys win), with
-    ``copies``: how many of ``pairs`` it stands for. One shuffle serves both drops and their
-    counters: ``different_texts`` keeps the pairs whose two texts differ."""
+    """One pair per unordered pair of texts, whatever its pair types (the smallest pair type,
+    then keys, wins: two patents citing each other that are also taxonomy neighbours give one
+    CITATION pair, not the same two texts twice), with ``copies``: how many of ``pairs`` it
+    stands for. One shuffle serves both drops and their counters: ``different_texts`` keeps
+    the pairs whose two texts differ."""
     lo = F.least("anchor_hash", "positive_hash").alias("_lo")
     hi = F.greatest("anchor_hash", "positive_hash").alias("_hi")
-    rest = [c for c in PAIR_COLUMNS if c != "pair_type"]
-    keep = F.min(F.struct(*[F.col(c) for c in rest], "anchor_hash", "positive_hash"))
-    grouped = pairs.groupBy("pair_type", lo, hi).agg(keep.alias("k"), F.count("*").alias("copies"))
-    return grouped.select("pair_type", "k.*", "copies")
+    keep = F.min(F.struct(*[F.col(c) for c in PAIR_COLUMNS], "anchor_hash", "positive_hash"))
+    grouped = pairs.groupBy(lo, hi).agg(keep.alias("k"), F.count("*").alias("copies"))
+    return grouped.select("k.*", "copies")
 
 
 def identical_texts() -> Column:
