@@ -156,12 +156,7 @@ def check_inputs(
             f"{rebuild}"
         )
     _check_index_ids(spark, retrieval, rebuild, lake, encoder)
-    documents = manifest.get("bm25_documents", {})
-    missing = sorted(
-        lang
-        for lang in seen["langs"]
-        if documents.get(lang, 1) and not (root / "bm25_index" / lang).is_dir()
-    )
+    documents, missing = bm25_expected(seen["langs"], manifest, root / "bm25_index")
     bm25_rebuild = (
         f"python -m evaluation.index bm25 --collections {root / 'bm25'} --out {root / 'bm25_index'}"
     )
@@ -174,7 +169,7 @@ def check_inputs(
     prepared = manifest_digest(root)  # what every index and embedding must come from
     record = root / "bm25_index" / INDEX_INFO
     if not record.is_file():
-        if any(documents.get(lang, 1) for lang in seen["langs"]):
+        if any(documents.values()):
             raise ValueError(
                 f"mine_candidates: {root / 'bm25_index'} has no {INDEX_INFO} (its build was "
                 f"interrupted, or it predates the record); rebuild it: {bm25_rebuild}"
@@ -201,6 +196,20 @@ def check_inputs(
             f"{retrieval} was last prepared (its vectors may be of older texts); rebuild it: "
             f"{rebuild}"
         )
+
+
+def bm25_expected(langs, manifest: dict, index_root: Path) -> tuple[dict[str, int], list[str]]:
+    """(the BM25 documents of each of the query languages ``langs``, the languages among them
+    that have documents but no index under ``index_root``). A language the preparation's
+    manifest lists no documents for has none, so no index: BM25 finds nothing there and its
+    views are mined dense-only. An older manifest without the counts expects an index for
+    every language."""
+    counts = manifest.get("bm25_documents")
+    documents = {lang: (counts or {}).get(lang, 0 if counts is not None else 1) for lang in langs}
+    missing = sorted(
+        lang for lang, n in documents.items() if n and not (index_root / lang).is_dir()
+    )
+    return documents, missing
 
 
 def _check_index_ids(

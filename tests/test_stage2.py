@@ -396,6 +396,31 @@ def hand_built(spark):
     return candidates, pool, patents, positives
 
 
+def test_a_query_language_without_bm25_documents_needs_no_index(tmp_path):
+    """A German DESC-only patent (no TAC, so no German BM25 document) made every Stage II run
+    refuse: "no BM25 index for de", which no rebuild could make."""
+    from spark_jobs.mine_candidates import bm25_expected
+
+    (tmp_path / "en").mkdir()
+    manifest = {"bm25_documents": {"en": 2, "ja": 3}}
+    documents, missing = bm25_expected(["de", "en", "ja"], manifest, tmp_path)
+    assert documents == {"de": 0, "en": 2, "ja": 3} and missing == ["ja"]
+    # a manifest from before the counts expects an index for every language
+    assert bm25_expected(["de", "en"], {}, tmp_path) == ({"de": 1, "en": 1}, ["de"])
+
+
+def test_equal_dense_scores_share_a_stratum(spark):
+    """percent_rank ordered by (score, cand_id): of three candidates scored 0.8, two were
+    high and one medium, by their publication numbers."""
+    scores = [0.8, 0.8, 0.8, 0.2, 0.2, 0.2]
+    filtered = spark.createDataFrame(
+        [("Q", "ABS", f"C{i}", s, None) for i, s in enumerate(scores)],
+        "query_id string, query_view string, cand_id string, dense_score double, bm25_rank int",
+    )
+    strata = {r.cand_id: r.stratum for r in triplet_rules.stratify(filtered).collect()}
+    assert strata == {"C0": "HL", "C1": "HL", "C2": "HL", "C3": "ML", "C4": "ML", "C5": "ML"}
+
+
 def test_hand_built_strata_corners_pool_and_language_priority(spark):
     candidates, pool_ids, patents, positives = hand_built(spark)
     queries = triplet_rules.query_info(patents.withColumn("primary_lang", F.lit("zh")))

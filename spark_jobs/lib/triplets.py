@@ -122,7 +122,9 @@ def _level(percent: Column) -> Column:
 def stratify(filtered: DataFrame) -> DataFrame:
     """Add ``stratum``: dense level (by score) then BM25 level (by rank; missing rank = L)."""
     by_view = Window.partitionBy(*_QV)
-    dense = F.percent_rank().over(by_view.orderBy(F.col("dense_score").desc(), "cand_id"))
+    # ties share a rank, so equal scores share a level (with the id in the order, which of
+    # several equal scores was high or medium followed their publication numbers)
+    dense = F.percent_rank().over(by_view.orderBy(F.col("dense_score").desc()))
     has_rank = F.col("bm25_rank").isNotNull()
     bm25 = F.percent_rank().over(Window.partitionBy(*_QV, has_rank).orderBy("bm25_rank", "cand_id"))
     bm25_level = F.when(has_rank, _level(bm25)).otherwise(F.lit("L"))
