@@ -130,11 +130,13 @@ def metric_cutoff(metric: str, k: int) -> int | None:
 
 
 def searched_depth(spark, lake: str, runs: list[str]) -> dict[str, int]:
-    """run_id -> how deep it searched: its largest retrieval cutoff in eval/metrics."""
+    """run_id -> how deep it searched: the k of its MRR row in eval/metrics (evaluate searches
+    at least 10 deep whatever its --cutoffs; with --cutoffs 5 the largest Hit cutoff said 5,
+    and MRR was tested at 5 and nDCG@10 refused)."""
     rows = (
         read_table(spark, lake, "eval/metrics")
         .where(F.col("run_id").isin(runs) & (F.col("task") == "retrieval"))
-        .where(F.col("metric") == "hit")
+        .where(F.col("metric").isin("hit", "mrr"))
         .groupBy("run_id")
         .agg(F.max("k").alias("depth"))
         .collect()
@@ -159,7 +161,7 @@ def parse_pairs(args: argparse.Namespace, parser: argparse.ArgumentParser) -> li
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
-    add_lake_arguments(parser, required=True)
+    add_lake_arguments(parser)
     parser.add_argument("--a", help="baseline run_id (e.g. the SFT control)")
     parser.add_argument("--b", help="compared run_id (e.g. the two-stage model)")
     parser.add_argument(
@@ -215,7 +217,8 @@ def main(argv: list[str] | None = None) -> int:
             # eval/per_query keeps the ranks within the run's depth: a deeper cutoff would
             # count only what the run searched and report it under the deeper label
             parser.error(
-                f"run {run!r} searched {depth.get(run, 0)} deep (its largest --cutoffs), so "
+                f"run {run!r} searched {depth.get(run, 0)} deep (its largest --cutoffs, at "
+                f"least 10), so "
                 f"@{deepest} cannot be scored; pass --k {depth.get(run, 0)} or less, or rerun "
                 f"evaluate with --cutoffs ...,{deepest}"
             )

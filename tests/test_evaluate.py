@@ -127,6 +127,26 @@ def test_significance_tests_mrr_at_the_depth_both_runs_searched():
     assert significance.per_query_values(rows, "mrr", 200)[("Q", "ABS")][2] == 1 / 150
 
 
+@pytest.mark.spark
+def test_a_run_of_cutoffs_below_10_searched_10_deep(spark, tmp_path):
+    """evaluate searches at least 10 deep (nDCG@10, MRR@10): significance took the largest
+    Hit cutoff (5) for the depth, tested MRR at 5 and refused nDCG@10."""
+    from lake import write_table
+    from schemas import table
+
+    def row(metric, k):
+        return ("r5", "m", "retrieval", "ALL", "ALL", 64, "MACRO", "ALL", metric, k, 0.5, 3)
+
+    columns = table("eval/metrics").spark_schema()
+    rows = [row("hit", 1), row("hit", 5), row("mrr", 10), row("ndcg", 10)]
+    frame = spark.createDataFrame(
+        [(*r, *([None] * (len(columns.fields) - len(r)))) for r in rows], columns
+    )
+    lake = str(tmp_path / "lake")
+    write_table(spark, frame, lake, "eval/metrics")
+    assert significance.searched_depth(spark, lake, ["r5"]) == {"r5": 10}
+
+
 def test_end_to_end_on_a_file_uri_lake_tables_report_significance_and_sql(
     spark, pipeline, tmp_path, monkeypatch, capsys
 ):
