@@ -75,6 +75,8 @@ def run_pipeline(args, work: Path) -> float:
         "cutoffs": "10,20,50,100",
         "run_tag": TAG,
     }
+    # what --reuse labels its result with: the lake's own build, not the command line's
+    (work / CONF).write_text(json.dumps(conf, indent=2, sort_keys=True))
     log = work / "airflow.log"
     airflow = [f"{bin_dir}/airflow"]
     subprocess.run([*airflow, "db", "migrate"], env=env, check=True, capture_output=True)
@@ -192,6 +194,40 @@ def cross_lingual(lake: Path, collection: Path, dim: int, depth: int = 100) -> d
     return out
 
 
+CONF = "conf.json"
+# result label -> the DAG conf key it was built with
+LABELS = {
+    "patents": "sample_patents",
+    "seed": "seed",
+    "train_steps": "train_steps",
+    "mine_k": "mine_k",
+    "validation_size": "validation_size",
+    "eval_max_length": "eval_max_length",
+}
+
+
+def built_with(args, work: Path) -> None:
+    """--reuse: take the labels of the result from the conf the --work lake was built with
+    (they were the command line's: a lake built at seed 23 and scored without --seed 23 was
+    written down as seed 11); a flag that disagrees is named, the lake's value kept."""
+    path = work / CONF
+    if not path.is_file():
+        raise SystemExit(
+            f"quality: --reuse needs {path} (written when the lake is built) to label the "
+            "result with the corpus and settings it was built from; rebuild without --reuse"
+        )
+    conf = json.loads(path.read_text())
+    for label, key in LABELS.items():
+        if getattr(args, label) != conf[key]:
+            print(
+                f"[quality] --reuse: the lake was built with {key}={conf[key]}, not "
+                f"{getattr(args, label)}: labelling the result with {conf[key]}",
+                file=sys.stderr,
+            )
+            setattr(args, label, conf[key])
+    args.difficulty = conf["sample_options"].split()[-1]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--patents", type=int, default=3000)
@@ -215,6 +251,7 @@ def main(argv: list[str] | None = None) -> int:
         wall = run_pipeline(args, work)
     else:
         wall = None
+        built_with(args, work)
     lake = work / "lake"
     metrics, per_query = load_tables(lake)
     headline = macro_table(metrics, HEADLINE_DIM)
