@@ -71,7 +71,7 @@ def run(
         )
         queries = triplet_rules.query_info(patents)
         cands = triplet_rules.candidate_info(patents, pool_ids)
-        pos = triplet_rules.barred_sets(citations)
+        pos = triplet_rules.barred_sets(citations, patents)
 
         filtered = triplet_rules.filter_candidates(candidates, queries, cands, pos)
         sampled = triplet_rules.sample_strata(triplet_rules.stratify(filtered), seed).persist(

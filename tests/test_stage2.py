@@ -518,7 +518,7 @@ def test_no_negative_is_an_x_citations_family_member_or_a_document_cited_as_y(sp
     """Only the X positives in the training pool barred their families: D, X-cited by Q but
     outside the pool (no TAC), left its family member D2 free to be a negative. And A
     citations were taken row by row: Y1, cited by one search report as A and by another as
-    Y, passed as an A negative."""
+    Y, passed as an A negative. S1, X-cited by Q's family member QF, was a negative of Q."""
     candidates, pool_ids, patents, _ = hand_built(spark)
     patents = patents.unionByName(
         spark.createDataFrame(
@@ -526,20 +526,24 @@ def test_no_negative_is_an_x_citations_family_member_or_a_document_cited_as_y(sp
                 ("D", "FD", date(2019, 1, 1), date(2018, 1, 1)),
                 ("D2", "FD", date(2019, 1, 1), date(2018, 1, 1)),
                 ("Y1", "FY", date(2019, 1, 1), date(2018, 1, 1)),
+                ("S1", "FS", date(2019, 1, 1), date(2018, 1, 1)),
             ],
             patents.schema,
         )
     )
     pool_ids = pool_ids.unionByName(
-        spark.createDataFrame([("D2", "zh"), ("Y1", "zh")], pool_ids.schema)
+        spark.createDataFrame([("D2", "zh"), ("Y1", "zh"), ("S1", "zh")], pool_ids.schema)
     )
     candidates = candidates.unionByName(
-        spark.createDataFrame([("Q", "ABS", "zh", "D2", 0.96, 4, None)], candidates.schema)
+        spark.createDataFrame(
+            [("Q", "ABS", "zh", "D2", 0.96, 4, None), ("Q", "ABS", "zh", "S1", 0.95, 5, None)],
+            candidates.schema,
+        )
     )
 
-    def cited(index, doc, family, x=False, y=False, a=False):
+    def cited(index, doc, family, x=False, y=False, a=False, citing="Q"):
         letters = "X" * x + "Y" * y + "A" * a
-        return ("Q", index, doc, None, None, letters, "SEA", x, y, a, True, family)
+        return (citing, index, doc, None, None, letters, "SEA", x, y, a, True, family)
 
     citations = spark.createDataFrame(
         [
@@ -548,17 +552,18 @@ def test_no_negative_is_an_x_citations_family_member_or_a_document_cited_as_y(sp
             cited(2, "A1", "FA", a=True),
             cited(3, "Y1", "FY", a=True),
             cited(4, "Y1", "FY", y=True),
+            cited(0, "S1", "FS", x=True, citing="QF"),  # Q's sibling X-cites S1
         ],
         table("bronze/citations").spark_schema(),
     )
     queries = triplet_rules.query_info(patents)
     cands = triplet_rules.candidate_info(patents, pool_ids)
-    pos = triplet_rules.barred_sets(citations)
+    pos = triplet_rules.barred_sets(citations, patents)
     kept = {
         r.cand_id
         for r in triplet_rules.filter_candidates(candidates, queries, cands, pos).collect()
     }
-    assert kept == {f"C{i:02d}" for i in range(18)}  # D2 barred with LATE, QF and PF
+    assert kept == {f"C{i:02d}" for i in range(18)}  # D2 and S1 barred with LATE, QF and PF
     a_rows = triplet_rules.a_citation_rows(citations).collect()
     assert [(r.query_id, r.cand_id) for r in a_rows] == [("Q", "A1")]
 

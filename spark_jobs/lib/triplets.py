@@ -47,14 +47,22 @@ def positive_sets(positives: DataFrame) -> DataFrame:
     )
 
 
-def barred_sets(citations: DataFrame) -> DataFrame:
-    """(query_id, positive_ids, positive_family_ids): every resolved X citation of a query
-    and its family, which no negative may be (paper 4.3). All of them, not only the X
-    positives in the training pool: an X-cited patent outside the pool (without a TAC, or
-    outside the landscape) still bars its family's members in the pool."""
+def barred_sets(citations: DataFrame, patents: DataFrame) -> DataFrame:
+    """(query_id, positive_ids, positive_family_ids): every resolved X citation of the query's
+    family and the cited patents' families, which no negative may be (paper 4.3). All of them,
+    not only the X positives in the training pool: an X-cited patent outside the pool (without
+    a TAC, or outside the landscape) still bars its family's members in the pool. And the
+    family's, not only the query patent's: a sibling (the same invention in another language)
+    X-cites prior art of this query too, which sampled as its negative trained against the
+    sibling's positive."""
+    family = patents.select("publication_number", "family_id")
+    x = resolved_x(citations).join(
+        family.withColumnRenamed("publication_number", "citing"), "citing"
+    )
+    members = family.select(F.col("publication_number").alias("query_id"), "family_id")
     return positive_sets(
-        resolved_x(citations).select(
-            F.col("citing").alias("query_id"),
+        members.join(x.select("family_id", "cited", "cited_family_id"), "family_id").select(
+            "query_id",
             F.col("cited").alias("positive_id"),
             F.col("cited_family_id").alias("positive_family_id"),
         )
