@@ -119,6 +119,16 @@ def test_resume_continues_the_step_count(shard, tmp_path):
     common = argv(shard, out, *flags)
     train.main([*common, "--max_steps", "10"])
     first = state(out)
+    # the last step's weights are exported without the best model loaded: the registry took
+    # the best step's loss for them
+    evals = {e["step"]: e["eval_loss"] for e in first["log_history"] if "eval_loss" in e}
+    registered = json.loads((out / "registry.json").read_text())
+    assert registered["best_val_loss"] == pytest.approx(evals[10])
+    # a trained folder as --model_name_or_path is the new model's parent: the held-out check
+    # follows parent_model, and weights trained on now-test families went unchecked
+    child = tmp_path / "child"
+    train.main([*argv(shard, child, *flags), "--model_name_or_path", str(out), "--max_steps", "2"])
+    assert json.loads((child / "registry.json").read_text())["parent_model"] == str(out.resolve())
     train.main([*common, "--max_steps", "15", "--resume", "true"])
     second = state(out)
     assert first["global_step"] == 10 and second["global_step"] == 15

@@ -361,6 +361,22 @@ def test_only_the_validation_families_leave_training(tmp_path):
     assert training.count_batches() == len(kept) >= len(everything) - 32 * 5  # 5: largest family
 
 
+def test_a_validation_folder_s_families_leave_training(tmp_path):
+    """--validation_data was taken as given: the training folder itself (or another export
+    of the same pairs) validated the checkpoint choice on examples the model trained on."""
+    from tests.sample_shards import write_sample_stage1_shards
+    from trainer.data import BatchStream, read_examples, validation_examples
+
+    write_sample_stage1_shards(tmp_path, n_patents=120, seed=5)
+    everything = list(read_examples(str(tmp_path)))
+    validation, held = validation_examples(str(tmp_path), str(tmp_path), 16, 13, None)
+    assert validation == everything[:16] and held == {f for e in validation for f in e.families}
+    training = BatchStream(str(tmp_path), 1, 13, exclude_families=held)
+    trained = [e for batch in training for e in batch]
+    assert trained and not any(e.families & held for e in trained)
+    assert not set(validation) & set(trained)
+
+
 def test_stage2_validation_holds_out_whole_query_and_positive_families(tmp_path):
     """Without --validation_data, Stage II examples were held out by their smallest family,
     often a negative's: the same query with its other X positive stayed in training (all 40

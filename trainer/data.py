@@ -246,6 +246,8 @@ def family_disjoint_batches(
 # The rule validation_examples holds out by, in a resumed run's identity (trainer.train)
 # where no validation folder is given: another rule trained on other examples.
 HOLDOUT = "query and positive families of the validation leave training (2026-12-07)"
+# ... and where one is: its examples' families leave training too (before, none did)
+FOLDER_HOLDOUT = "the validation folder's query and positive families leave training"
 
 
 def home_families(example: Example) -> frozenset[str]:
@@ -362,7 +364,9 @@ def validation_examples(
 ) -> tuple[list[Example], frozenset[str] | None]:
     """(validation examples, the families to exclude from training or None).
 
-    With a validation folder, its first ``size`` examples. Otherwise whole families of the
+    With a validation folder, its first ``size`` examples, whose query and positive families
+    leave training (a no-op for build_triplets' validation, disjoint by construction).
+    Otherwise whole families of the
     training data are held out: validation takes one example of each family set whose hash
     falls in bucket 0 of n, up to ``size``, and every example whose query or positive family
     (:func:`home_families`) is a validation example's query or positive family leaves
@@ -373,8 +377,11 @@ def validation_examples(
     if size <= 0:
         return [], None
     if validation_folder:
-        examples = reader(validation_folder, max_chars)
-        return list(islice(examples, size)), None
+        # its families leave training as a held-out family does: a validation export that
+        # shares examples with the training one (the same folder, or another export of the
+        # same pairs) scored the checkpoint choice on trained examples
+        validation = list(islice(reader(validation_folder, max_chars), size))
+        return validation, frozenset().union(*map(home_families, validation))
     rows = read_manifest(train_folder)["rows"]
     # Bucket 0 should hold ~1.5x `size` families; rows per family estimated on a prefix.
     prefix = [e.families for e in islice(reader(train_folder, families_only=True), 200_000)]

@@ -30,7 +30,14 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from lake.cli import finish, run_job
 from schemas import defaults
 from trainer.arguments import parse
-from trainer.data import BATCHING, HOLDOUT, BatchStream, read_manifest, validation_examples
+from trainer.data import (
+    BATCHING,
+    FOLDER_HOLDOUT,
+    HOLDOUT,
+    BatchStream,
+    read_manifest,
+    validation_examples,
+)
 from trainer.encoder import Encoder, EncoderConfig
 from trainer.loss import InfoNCELoss, MatryoshkaLoss
 from trainer.models import resolve
@@ -200,8 +207,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     result = trainer.train(resume_from_checkpoint=resume)
     best = trainer.state.best_metric
-    if validation and best is None:
-        best = trainer.evaluate()["eval_loss"]
+    if validation and (best is None or not args.load_best_model_at_end):
+        # the exported weights are the last step's: record their loss, not the best step's
+        best = final_validation_loss(trainer)
     check_converged(model, guard, trainer.state, args, best if validation else None)
 
     if trainer.is_world_process_zero():  # one writer: ranks hold the same weights
@@ -216,8 +224,11 @@ def main(argv: list[str] | None = None) -> int:
         model_id=model_id,
         stage=args.stage,
         base_model=model_args.model_name_or_path,
-        # absolute: evaluation follows the chain from wherever it runs (held-out check)
-        parent_model=_absolute(args.init_model) if args.init_model else None,
+        # absolute: evaluation follows the chain from wherever it runs (held-out check); a
+        # trained folder given as --model_name_or_path is a parent too (its weights are)
+        parent_model=_absolute(args.init_model)
+        if args.init_model
+        else (_absolute(base_path) if (Path(base_path) / "registry.json").is_file() else None),
         config_json=config,
         data_manifest_hash=manifest.get("content_hash"),
         data_versions=manifest.get("delta_versions"),
@@ -276,8 +287,19 @@ def _run_identity(model_args, data_args, args, manifest: dict) -> dict:
         "buffer_size": data_args.buffer_size,
         "max_chars": data_args.max_chars,
         "batching": BATCHING,
-        "holdout": None if validation or data_args.validation_size <= 0 else HOLDOUT,
+        "holdout": None
+        if data_args.validation_size <= 0
+        else (FOLDER_HOLDOUT if validation else HOLDOUT),
     }
+
+
+def final_validation_loss(trainer) -> float:
+    """The validation loss of the weights in memory at the end: the last logged evaluation
+    when it was at the last step, else a new one."""
+    evals = [e for e in trainer.state.log_history if "eval_loss" in e]
+    if evals and evals[-1].get("step") == trainer.state.global_step:
+        return evals[-1]["eval_loss"]
+    return trainer.evaluate()["eval_loss"]
 
 
 def _absolute(path: str) -> str:
