@@ -361,6 +361,20 @@ def test_only_the_validation_families_leave_training(tmp_path):
     assert training.count_batches() == len(kept) >= len(everything) - 32 * 5  # 5: largest family
 
 
+def test_validation_takes_at_most_a_fifth_of_a_small_training_folder(tmp_path):
+    """A matched-volume control of ~120 pairs (taxonomy and citation pairs name two families
+    each) had 128 validation examples asked of it: held out with their families, they left
+    no batch to train on and the DAG's recipe training failed."""
+    from tests.sample_shards import write_sample_stage1_shards
+    from trainer.data import BatchStream, read_examples, validation_examples
+
+    write_sample_stage1_shards(tmp_path, n_patents=40, seed=5)
+    rows = len(list(read_examples(str(tmp_path))))
+    validation, held = validation_examples(str(tmp_path), None, 128, 13, None)
+    assert 0 < len(validation) <= rows // 5
+    assert BatchStream(str(tmp_path), 8, 13, exclude_families=held).count_batches() > 0
+
+
 def test_a_validation_folder_s_families_leave_training(tmp_path):
     """--validation_data was taken as given: the training folder itself (or another export
     of the same pairs) validated the checkpoint choice on examples the model trained on."""

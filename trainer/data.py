@@ -245,7 +245,11 @@ def family_disjoint_batches(
 
 # The rule validation_examples holds out by, in a resumed run's identity (trainer.train)
 # where no validation folder is given: another rule trained on other examples.
-HOLDOUT = "query and positive families of the validation leave training (2026-12-07)"
+HOLDOUT = (
+    "query and positive families of the validation leave training; at most a fifth of the "
+    "examples validate (2026-12-07)"
+)
+MAX_HOLDOUT_SHARE = 5  # validation takes at most 1/5 of a training folder's examples
 # ... and where one is: its examples' families leave training too (before, none did)
 FOLDER_HOLDOUT = "the validation folder's query and positive families leave training"
 
@@ -366,7 +370,7 @@ def validation_examples(
 
     With a validation folder, its first ``size`` examples, whose query and positive families
     leave training (a no-op for build_triplets' validation, disjoint by construction).
-    Otherwise whole families of the
+    Otherwise (at most a fifth of the training examples) whole families of the
     training data are held out: validation takes one example of each family set whose hash
     falls in bucket 0 of n, up to ``size``, and every example whose query or positive family
     (:func:`home_families`) is a validation example's query or positive family leaves
@@ -383,6 +387,9 @@ def validation_examples(
         validation = list(islice(reader(validation_folder, max_chars), size))
         return validation, frozenset().union(*map(home_families, validation))
     rows = read_manifest(train_folder)["rows"]
+    # at most a fifth of the examples: on a small pair set (a recipe of a few hundred pairs)
+    # --validation_size 128 and the families it takes along left no batch to train on
+    size = max(1, min(size, rows // MAX_HOLDOUT_SHARE))
     # Bucket 0 should hold ~1.5x `size` families; rows per family estimated on a prefix.
     prefix = [e.families for e in islice(reader(train_folder, families_only=True), 200_000)]
     rows_per_family = len(prefix) / max(1, len(set(prefix)))

@@ -175,6 +175,13 @@ def main(argv: list[str] | None = None) -> int:
         raise ValueError(
             f"{data_args.train_data}: {n_batches} batches of "
             f"{args.per_device_train_batch_size * world} is less than one optimizer step"
+            + (
+                f" (after {len(validation)} validation examples and every training example "
+                "of their query and positive families were held out; a smaller "
+                "--validation_size or --per_device_train_batch_size leaves more)"
+                if exclude
+                else ""
+            )
         )
     print(
         f"[train] stage={args.stage} recipe={data_args.recipe} base={base_path} "
