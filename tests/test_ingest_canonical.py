@@ -206,6 +206,12 @@ def test_parquet_null_columns_and_typed_dates_are_read_not_left_out(spark, tmp_p
     dated = dated.append_column("filing_date", pa.array([dt.datetime(2020, 1, 2, 23, 59)]))
     dated = dated.append_column("priority_date", pa.array([20191231], pa.int64()))
     pq.write_table(dated, source / "patents" / "part-2.parquet")
+    # pandas stores an integer column with a missing value as float64: 12345678.0 was read as
+    # the family "1.2345678E7" (no other member's) and 20191231.0 as an invalid date
+    floats = pa.Table.from_pylist([patent("EP-F-A1", "x")]).drop_columns(["family_id"])
+    floats = floats.append_column("family_id", pa.array([12345678.0]))
+    floats = floats.append_column("priority_date", pa.array([20191231.0]))
+    pq.write_table(floats, source / "patents" / "part-3.parquet")
     cites = [
         {"citing": "EP-1-A1", "cited": c, "category": "X", "source": "SEA", "npl_text": None}
         for c in ("EP-2-A1", "EP-9-A1")
@@ -214,12 +220,14 @@ def test_parquet_null_columns_and_typed_dates_are_read_not_left_out(spark, tmp_p
 
     metrics = ingest.run(spark, lake, str(source), "canonical")
 
-    assert metrics["files_left_out"] == 0 and metrics["records_kept"] == 5
+    assert metrics["files_left_out"] == 0 and metrics["records_kept"] == 6
     assert DeltaTable(f"{lake}/quarantine").to_pandas().empty
     pubs = DeltaTable(f"{lake}/bronze/publications").to_pandas().set_index("publication_number")
     assert list(pubs.loc["EP-0-A1", "ipc"]) == [] and list(pubs.loc["EP-9-A1", "ipc"])
     assert len(pubs.loc["EP-0-A1", "description_localized"]) == 0
     assert pubs.loc["EP-9-A1", "description_localized"][0]["text"] == "Cups."
+    assert pubs.loc["EP-F-A1", "family_id"] == "12345678"
+    assert str(pubs.loc["EP-F-A1", "priority_date"]) == "2019-12-31"
     dates = pubs.loc["EP-D-A1", ["publication_date", "filing_date", "priority_date"]]
     assert [str(d) for d in dates] == ["2021-03-04", "2020-01-02", "2019-12-31"]
     assert [str(d) for d in pubs.loc["EP-9-A1", ["publication_date", "filing_date"]]] == [

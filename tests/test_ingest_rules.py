@@ -86,6 +86,32 @@ def test_a_text_longer_than_jacksons_default_string_limit_is_kept(spark):
     parsed = ingestion.with_validation(ingestion.parse_google_patents(lines_frame(spark, [long])))
     row = parsed.select("reason", F.length(F.col("description_localized")[0].text).alias("n"))
     assert row.first().asDict() == {"reason": None, "n": 21_000_000}
+    # the one-value check parsed such a line again at the default limit: with "}{" in it
+    # (USPTO's "{dot over (x)}{umlaut over (y)}") or blanks after it, it was unparseable_json
+    braces = gp_record(number="US-2-A1")
+    braces["description_localized"] = [
+        {"text": "ACGT" * 5_250_000 + " {dot over (x)}{umlaut over (y)}", "language": "en"}
+    ]
+    lines = [json.dumps(braces), json.dumps(long) + " " * 20]
+    assert reasons(spark, lines) == [None, None]
+
+
+def test_a_whole_number_written_as_a_float_is_its_digits(spark):
+    """pandas writes an integer column with a missing value as floats: "family_id":
+    12345678.0 was kept as the family "1.2345678E7" (of no other member, silently), and a
+    date 20200101.0 was quarantined as invalid."""
+    record = gp_record(family=12345678.0, filed=20200101.0, published=2.0210101e7)
+    parsed = ingestion.with_validation(ingestion.parse_google_patents(lines_frame(spark, [record])))
+    row = parsed.select("reason", "family_id", "filing_date", "publication_date").first()
+    assert row.asDict() == {
+        "reason": None,
+        "family_id": "12345678",
+        "filing_date": "20200101",  # a valid YYYYMMDD date now (reason None)
+        "publication_date": "20210101",
+    }
+    not_whole = gp_record(number="US-2-A1", family=1234.5)
+    parsed = ingestion.parse_google_patents(lines_frame(spark, [not_whole]))
+    assert parsed.first()["family_id"] == "1234.5"  # a text of its own, not rounded
 
 
 @pytest.mark.parametrize("number", [None, "", "   "])

@@ -16,6 +16,7 @@ from pyspark.sql.types import (
     BooleanType,
     DataType,
     DateType,
+    FractionalType,
     NumericType,
     StringType,
     StructField,
@@ -264,6 +265,10 @@ def conform(
         )
     if stored.simpleString().startswith("timestamp"):
         column = column.cast("date")
+    if isinstance(stored, FractionalType) and wanted.simpleString() == "string":
+        # a whole number stored as a float (pandas writes an integer column with a missing
+        # value as float64) as its digits: "1.2345678E7" was a family id of no family
+        return whole_number_text(column.cast("string"))
     return column.cast(wanted)
 
 
@@ -466,14 +471,11 @@ def parse_lines(lines: DataFrame, fields, max_record_bytes: int = MAX_RECORD_BYT
     valid_utf8 = F.is_valid_utf8("value")
     text = F.when(~too_large & valid_utf8, F.col("value"))
     ddl = ", ".join(f"`{name}` {kind}" for name, kind, *_ in fields)
+    long_strings = _long_strings(max_record_bytes)
     rec = F.from_json(
         text,
         f"{ddl}, `{CORRUPT_RECORD}` string",
-        {
-            "mode": "PERMISSIVE",
-            "columnNameOfCorruptRecord": CORRUPT_RECORD,
-            "maxStringLen": str(max(max_record_bytes, 20_000_000)),
-        },
+        {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT_RECORD, **long_strings},
     )
     parsed = lines.select(
         F.when(too_large, F.substring(F.make_valid_utf8("value"), 1, QUARANTINED_PREFIX_CHARS))
@@ -493,16 +495,50 @@ def parse_lines(lines: DataFrame, fields, max_record_bytes: int = MAX_RECORD_BYT
     return parsed.select(
         "raw",
         "source_file",
-        *[F.col(f"rec.{name}").alias(name) for name, *_ in fields],
-        (corrupt | _more_than_one_value(F.col("raw"))).alias("corrupt"),
-        F.coalesce(first_mistyped_field(F.col("_bad_text"), fields), container).alias("bad_field"),
+        *[_parsed_field(F.col(f"rec.{name}"), name, kind).alias(name) for name, kind, *_ in fields],
+        (corrupt | _more_than_one_value(F.col("raw"), long_strings)).alias("corrupt"),
+        F.coalesce(first_mistyped_field(F.col("_bad_text"), fields, long_strings), container).alias(
+            "bad_field"
+        ),
         "too_large",
         "valid_utf8",
         "record_bytes",
     )
 
 
-def _more_than_one_value(line: Column) -> Column:
+def _long_strings(max_record_bytes: int) -> dict[str, str]:
+    """The JSON reader's option for string values as long as a record may be (Jackson's
+    default limit is 20 M characters), for every parse of a line."""
+    return {"maxStringLen": str(max(max_record_bytes, 20_000_000))}
+
+
+# A number the JSON reader puts into a string field as Java writes a double: 12345678.0 (what
+# pandas writes for an integer column with a missing value) reads "1.2345678E7".
+_FLOAT_TEXT = r"^-?[0-9]+(\.[0-9]*)?([eE][+-]?[0-9]+)?$"
+
+
+def whole_number_text(text: Column) -> Column:
+    """``text`` of a whole number written as a float ("12345678.0", "1.2345678E7") as its
+    digits ("12345678"); any other text as it is. A family id so written matched no other
+    member, and a YYYYMMDD date was quarantined as invalid."""
+    number = text.try_cast("double")
+    whole = (
+        text.rlike(_FLOAT_TEXT)
+        & ~text.rlike("^-?[0-9]+$")
+        & (F.abs(number) < F.lit(1e15))  # exact in a double, NaN and infinity excluded
+        & (number == F.floor(number))
+    )
+    return F.when(whole, number.cast("bigint").cast("string")).otherwise(text)
+
+
+def _parsed_field(value: Column, name: str, kind: str) -> Column:
+    """A parsed top-level field; a family id or a date given as a whole float as its digits."""
+    if kind == "string" and (name == "family_id" or name.endswith("_date")):
+        return whole_number_text(value)
+    return value
+
+
+def _more_than_one_value(line: Column, options: dict[str, str]) -> Column:
     """True for a line that holds more than one JSON value (``{...}{...}``, as two files
     joined without a final line break give; ``{...} {...}``; ``{...} text``). The parser
     reads the first value and ignores the rest, so the line passed for one record and the
@@ -510,7 +546,7 @@ def _more_than_one_value(line: Column) -> Column:
     characters are read), or that holds ``}{`` (blanks between allowed), is parsed again, as
     the elements of a JSON array: one element, or a single JSON value."""
     suspect = ~F.right(line, F.lit(16)).rlike(r"\}\s*$") | line.rlike(r"\}\s*\{")
-    values = F.size(F.from_json(F.concat(F.lit("["), line, F.lit("]")), "array<string>"))
+    values = F.size(F.from_json(F.concat(F.lit("["), line, F.lit("]")), "array<string>", options))
     return F.coalesce(suspect & (F.coalesce(values, F.lit(-1)) != 1), F.lit(False))
 
 
@@ -531,12 +567,14 @@ def _container_in_string_field(rec: Column, raw: Column, fields) -> Column:
     return found
 
 
-def first_mistyped_field(text: Column, fields=GOOGLE_PATENTS_FIELDS) -> Column:
+def first_mistyped_field(
+    text: Column, fields=GOOGLE_PATENTS_FIELDS, options: dict[str, str] | None = None
+) -> Column:
     """For a JSON object that failed to parse: the first top-level field of ``fields``
     (``(name, ddl, ...)`` in order) whose value does not have the declared type (e.g. ``ipc``
     given as a string); null when the text is not a JSON object at all (then it is
     ``unparseable_json``)."""
-    values = F.from_json(text, "map<string,string>")  # each value as its JSON text
+    values = F.from_json(text, "map<string,string>", options or {})  # values as JSON text
     bad = F.lit(None).cast("string")
     for name, ddl, *_ in reversed(fields):
         if ddl == "string":  # Spark reads any JSON value into a string field: never mistyped
