@@ -1,6 +1,7 @@
 """Curate's per-record text rules (spark_jobs.lib.texts): cleaning, best entry, claims."""
 
 import random
+import unicodedata
 
 import pytest
 
@@ -203,3 +204,47 @@ def test_claims_numbered_only_in_their_xml_tags_keep_their_numbers():
         row = per_language(None, None, [{"text": text, "language": "en", "truncated": False}], None)
         parsed = [(c["claim_number"], c["text"], c["depends_on"]) for c in row[0]["parsed_claims"]]
         assert parsed == expected
+
+
+@pytest.mark.parametrize(
+    "lang, first, second, fic",
+    [
+        ("zh", "1、一种杯子。", "2、根据权利要求1所述的杯子。", "一种杯子。"),
+        ("ja", "１．カップ。", "２．請求項１に記載のカップ。", "カップ。"),
+        ("ko", "청구항 1. 컵.", "청구항 2. 제1항에 있어서, 컵.", "컵."),
+        ("en", "<b>1</b>. A cup.", "<b>2</b>. The cup of claim 1.", "A cup."),
+    ],
+)
+def test_a_tagged_claim_numbered_its_own_way_is_not_numbered_again(lang, first, second, fic):
+    """Only an ASCII "1." / "1)" counted as the text's own number: "1、", "１．", "청구항 1."
+    and "<b>1</b>." got a second "1. " before them, and the claim texts kept their markers."""
+
+    def tagged(n, body):
+        return f'<claim id="c{n}" num="{n:04d}"><claim-text>{body}</claim-text></claim>'
+
+    text = tagged(1, first) + tagged(2, second)
+    row = per_language(None, None, [{"text": text, "language": lang, "truncated": False}], None)
+    claims = row[0]["parsed_claims"]
+    assert [(c["claim_number"], c["depends_on"]) for c in claims] == [(1, []), (2, [1])]
+    assert claims[0]["text"] == fic and not row[0]["claims"].startswith("1. 1")
+
+
+@pytest.mark.parametrize("blank", ["\u200b", "\ufeff", "&#8203;", "&shy;", "\u2060 \u200e", "\x07"])
+def test_a_text_of_invisible_characters_only_is_no_text(blank):
+    """A zero-width space, a BOM, a soft hyphen or a control character is not a space: an
+    abstract of only such characters became ABS and TAC views instead of no text."""
+    abstract = [{"text": f"<p>{blank}</p>", "language": "en", "truncated": False}]
+    row = per_language(None, abstract, None, None)
+    assert row == []
+
+
+def test_the_same_text_decomposed_is_the_same_text():
+    """NFD accents or kana (as some exports write them) hashed and paired as another text,
+    and one decomposed kana made every parsed claim NFKC (１０㎜ read 10mm) unlike its view."""
+    composed = "Die Tasse für Tee. 直径１０㎜のカップ、ガラス製。"
+    decomposed = unicodedata.normalize("NFD", composed)
+    assert decomposed != composed and clean_text(decomposed) == composed
+    assert clean_text("Cafe&#769; au lait") == "Café au lait"
+    claims = "【請求項１】" + unicodedata.normalize("NFD", "直径１０㎜のカップ、ガラス製。")
+    row = per_language(None, None, [{"text": claims, "language": "ja", "truncated": False}], None)
+    assert row[0]["parsed_claims"][0]["text"] in row[0]["claims"]

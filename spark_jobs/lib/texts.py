@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import html
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping
 
 from spark_jobs.lib.claims import split_claims
@@ -115,22 +116,49 @@ def _collapse_line_breaks(text: str) -> str:
 # A claim numbered in its tag only (EP full-text XML: <claim num="0002"><claim-text>The cup
 # ...), not in its text as USPTO XML also writes it ("<claim-text>2. The cup"): the number
 # goes into the text, on a line of its own, before the tags are dropped.
+# A text numbered its own way is not numbered again: "1、" (CN), "１．" (full width), "청구항 1."
+# (KR), "<b>1</b>." (bold number) all hold a marker split_claims reads.
+_OWN_NUMBER = (
+    r"(?:<[^<>]*>\s*)*(?:(?:claim|請求項|청구항)\s*)?[0-9０-９]{1,5}\s*(?:</?[A-Za-z][^<>]*>\s*)*"
+    r"[.)．、]"
+)
 _TAGGED_CLAIM = re.compile(
     r"""<claim\b[^<>]*?\bnum\s*=\s*["']0*([1-9]\d{0,4})["'][^<>]*>"""
-    r"((?>\s*(?:<claim-text\b[^<>]*>\s*)?))(?!\1\s*[.)．])"  # atomic: no backing off
+    rf"((?>\s*(?:<claim-text\b[^<>]*>\s*)?))(?!{_OWN_NUMBER})",  # atomic: no backing off
+    re.IGNORECASE,
 )
 
 
+# Characters that show nothing: format and control characters (zero-width space, BOM, word
+# joiner, direction marks, soft hyphen, C0/C1 controls) and Hangul fillers. A text of only
+# these and blanks (an exported "<p>&#8203;</p>") is no text.
+_VISIBLE = re.compile(
+    r"[^\s\x00-\x1f\x7f-\x9f\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f"
+    r"\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0]"
+)
+
+
+def visible(text: str) -> bool:
+    """True when ``text`` shows anything: a character other than blanks and invisible ones."""
+    return _VISIBLE.search(text) is not None
+
+
 def clean_text(text: str) -> str:
-    """Drop markup tags (not inequalities), decode character references, collapse blanks
-    within lines and blank lines, strip blanks and line breaks at both ends. A claim numbered
-    only in its XML tag keeps its number (``1. ``) in the text."""
+    """Compose to NFC (the same text decomposed, as some exports write accents and kana,
+    hashed and paired as another text), drop markup tags (not inequalities), decode
+    character references, collapse blanks within lines and blank lines, strip blanks and
+    line breaks at both ends. A claim numbered only in its XML tag keeps its number (``1. ``)
+    in the text."""
+    if not unicodedata.is_normalized("NFC", text):
+        text = unicodedata.normalize("NFC", text)
     if "<" in text:
         if "num" in text and "<claim" in text:
             text = _TAGGED_CLAIM.sub(lambda m: f"{m.group(0)}\n{m.group(1)}. ", text)
         text = _TAG.sub(_drop_markup, text)
     if "&" in text:  # after the tags: "&lt;b&gt;" is the text "<b>"
         text = _REFERENCE.sub(lambda m: html.unescape(m.group()), text)
+        if not unicodedata.is_normalized("NFC", text):  # "e&#769;" is an é too
+            text = unicodedata.normalize("NFC", text)
     return _collapse_line_breaks(_collapse_blanks(text)).strip(" \n")
 
 
@@ -192,7 +220,7 @@ def ranked_entries(
             text = abstract_text(text)
         elif field == "description":
             text = description_text(text)
-        if text and not text.isspace():  # blanks beyond clean_text's (U+2003, U+205F)
+        if visible(text):  # blanks beyond clean_text's (U+2003), zero-width characters
             keyed.append(((_preference(entry["truncated"]), -len(text), position), entry, text))
     keyed.sort(key=lambda k: k[0])
     return [(entry["language"], text) for _, entry, text in keyed]
