@@ -248,3 +248,30 @@ def test_the_same_text_decomposed_is_the_same_text():
     claims = "【請求項１】" + unicodedata.normalize("NFD", "直径１０㎜のカップ、ガラス製。")
     row = per_language(None, None, [{"text": claims, "language": "ja", "truncated": False}], None)
     assert row[0]["parsed_claims"][0]["text"] in row[0]["claims"]
+
+
+@pytest.mark.parametrize(
+    "raw, clean",
+    [
+        ('<?BRFSUM description="Brief Summary" end="lead"?>A cup.', "A cup."),
+        ('<?in-line-formulae description="In-line Formulae" end="lead"?>E=mc2', "E=mc2"),
+        ("<mml:math><mml:mi>x</mml:mi><mml:mo>=</mml:mo><mml:mn>2</mml:mn></mml:math>", "x = 2"),
+        ("<math><semantics><mpadded><mi>y</mi></mpadded></semantics></math>", "y"),
+        ("as in <patcit num='1'><text>US 123 A</text></patcit>.", "as in US 123 A ."),
+    ],
+)
+def test_processing_instructions_and_namespaced_or_mathml_tags_are_markup(raw, clean):
+    """USPTO processing instructions, namespaced MathML (<mml:mi>) and the MathML and EP
+    citation tags outside the list stayed in the views as text."""
+    assert clean_text(raw) == clean
+
+
+def test_claims_all_cancelled_are_no_claims_view():
+    """'1-20. (canceled)' parses to no claim, yet became the CLAIM view and half the TAC."""
+    row = per_language(
+        [{"text": "Cup", "language": "en", "truncated": False}],
+        [{"text": "A cup.", "language": "en", "truncated": False}],
+        [{"text": "1-20. (canceled)", "language": "en", "truncated": False}],
+        None,
+    )[0]
+    assert row["claims"] is None and row["parsed_claims"] == [] and row["abstract"] == "A cup."

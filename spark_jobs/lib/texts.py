@@ -20,13 +20,14 @@ from spark_jobs.lib.claims import split_claims
 FIELDS = ("title", "abstract", "claims", "description")
 
 # Markup: an HTML tag or one of the patent full-text XML (<b>, <sub>, <br/>, <claim-ref
-# idref="CLM-00001">, <td nowrap>) with its attributes, and comments. Anything else between
+# idref="CLM-00001">, <td nowrap>, <mml:math>) with its attributes, comments and processing
+# instructions (<?in-line-formulae description="In-line Formulae" end="lead"?>). Anything else between
 # '<' and '>' is text: claims are full of inequalities ("0.1<x<0.5 and y>2", "T1<T2 and
 # P1>P2"), which a '<...>' pattern would cut out. A one-letter tag takes only attributes with
 # a value, so "x<a and y>b" stays.
 _VALUED = r"""\s*=\s*(?:"[^"<>]*"|'[^'<>]*'|[^\s"'<>=`]+)"""
 _TAG = re.compile(
-    rf"<!--.{{0,2000}}?-->|</?([A-Za-z][A-Za-z0-9]*(?:[-:][A-Za-z0-9]+)*)"
+    rf"<!--.{{0,2000}}?-->|<\?[A-Za-z][^<>]{{0,2000}}?\?>|</?([A-Za-z][A-Za-z0-9]*(?:[-:][A-Za-z0-9]+)*)"
     rf"((?:\s+[\w:.-]+(?:{_VALUED})?){{0,64}})\s*/?>",
     re.DOTALL,
 )
@@ -38,7 +39,9 @@ _MARKUP = frozenset(
     claim-text claims crossref description description-of-drawings dl figref figure heading
     inline-formula maths nplcit o patcit sl smallcaps tables
     math mrow mi mo mn ms mtext msub msup msubsup mfrac msqrt mroot munder mover munderover
-    mfenced mtable mtr mtd mstyle mspace
+    mfenced mtable mtr mtd mstyle mspace semantics annotation annotation-xml mpadded mphantom
+    menclose mmultiscripts mprescripts none maligngroup malignmark mlabeledtr msline
+    text section sup2 sub2
     tgroup colspec spanspec row entry
     technical-field background-art disclosure summary-of-invention tech-problem tech-solution
     advantageous-effects description-of-embodiments embodiments-example mode-for-invention
@@ -60,9 +63,9 @@ _INLINE = frozenset(
 
 def _drop_markup(match: re.Match) -> str:
     name, attributes = match.group(1, 2)
-    if name is None:  # a comment
+    if name is None:  # a comment or a processing instruction (USPTO's <?BRFSUM ...?>)
         return " "
-    name = name.lower()
+    name = name.lower().rpartition(":")[2]  # a namespaced tag by its local name (<mml:mi>)
     markup = name in _MARKUP and (
         (len(name) > 1 and name not in _WORDLIKE)
         or _VALUED_ATTRIBUTES.fullmatch(attributes) is not None
@@ -242,6 +245,8 @@ def per_language(*fields: Iterable[Mapping | None] | None) -> list[dict]:
     for language, texts in best.items():
         claims = texts.get("claims")
         parsed = split_claims(claims, language) if claims is not None else []
+        if claims is not None and not parsed:  # every claim cancelled ("1-20. (canceled)")
+            texts = {field: text for field, text in texts.items() if field != "claims"}
         rows.append(
             {
                 "lang": language,
