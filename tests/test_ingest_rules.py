@@ -199,6 +199,28 @@ def test_duplicate_ids_with_different_content_conflict_and_exact_copies_collapse
     ]
 
 
+def test_one_record_written_two_ways_by_two_exports_is_one_record(spark):
+    """Copies of one record that differ only in how an export writes it (an unknown date as 0
+    or null, a date as 20210101 or "2021-01-01", an empty list or none, truncated false or
+    unsaid) were "different content": both quarantined as duplicate_id_conflict and the
+    publication lost from bronze."""
+    a = gp_record("US-1-A1", priority_date=0, cpc=[], citation=[])
+    a["abstract_localized"][0]["truncated"] = False
+    b = gp_record("US-1-A1", published="2021-01-01", priority_date=None)
+    b.pop("cpc", None)
+    b.pop("citation", None)
+    b["abstract_localized"][0].pop("truncated", None)
+    changed = gp_record("US-1-A1", published="2021-01-02")
+    frame = ingestion.with_validation(ingestion.parse_google_patents(lines_frame(spark, [a, b])))
+    marked = sorted(r["duplicate"] or "" for r in ingestion.split_duplicates(frame).collect())
+    assert marked == ["", "exact"]
+    frame = ingestion.with_validation(
+        ingestion.parse_google_patents(lines_frame(spark, [a, changed]))
+    )
+    marked = sorted(r["duplicate"] or "" for r in ingestion.split_duplicates(frame).collect())
+    assert marked == ["conflict", "conflict"]  # another date is other content
+
+
 @pytest.mark.parametrize(
     "raw,expected",
     [

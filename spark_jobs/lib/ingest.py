@@ -42,7 +42,6 @@ LOCALIZED_FIELDS = (
     "description_localized",
 )
 VIEW_TEXT_FIELDS = ("abstract_localized", "claims_localized", "description_localized")
-RECORD_FIELDS = tuple(name for name, _ in GOOGLE_PATENTS_FIELDS)
 # Lines above this size are quarantined as record_too_large before any JSON parsing.
 MAX_RECORD_BYTES = 32 * 1024 * 1024
 CANONICAL_FOLDERS = ("patents", "citations")  # the canonical input's layout
@@ -807,18 +806,31 @@ def quarantine_reason(records: DataFrame) -> Column:
     )
 
 
+def _content(name: str, kind: str) -> Column:
+    """Field ``name`` (of ``kind``, after ``normalize_localized``) as a record's identity
+    reads it: what bronze keeps of it, so that two copies of one record written differently
+    by two exports (a date 20210101 or "2021-01-01", 0 or null for unknown; an empty list or
+    none; truncated false or unsaid) are one record, not a conflict of both."""
+    column = F.col(name)
+    if name.endswith("_date"):
+        return parse_date(column)
+    if name in LOCALIZED_FIELDS:
+        return bronze_localized(column)
+    if kind.startswith("array<"):
+        return F.when(F.size(column) > 0, column)
+    return column
+
+
 def with_validation(records: DataFrame) -> DataFrame:
-    """Add ``record_hash`` (identity of the parsed content) and ``reason`` (null = valid), and
-    normalize the text fields (``normalize_localized``) once, for the rules and for bronze:
-    each text's blank test is read once per record."""
-    content = F.to_json(F.struct(*[F.col(c) for c in RECORD_FIELDS]))
-    normalized = records.withColumns(
-        {
-            "record_hash": F.sha2(content, 256),
-            **{c: normalize_localized(F.col(c)) for c in LOCALIZED_FIELDS},
-        }
+    """Add ``record_hash`` (identity of the content bronze keeps, :func:`_content`) and
+    ``reason`` (null = valid), and normalize the text fields (``normalize_localized``) once,
+    for the rules and for bronze: each text's blank test is read once per record."""
+    normalized = records.withColumns({c: normalize_localized(F.col(c)) for c in LOCALIZED_FIELDS})
+    content = F.to_json(
+        F.struct(*[_content(name, kind).alias(name) for name, kind in GOOGLE_PATENTS_FIELDS])
     )
-    return normalized.withColumn("reason", quarantine_reason(normalized))
+    hashed = normalized.withColumn("record_hash", F.sha2(content, 256))
+    return hashed.withColumn("reason", quarantine_reason(hashed))
 
 
 def split_duplicates(valid: DataFrame) -> DataFrame:
