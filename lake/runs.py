@@ -302,12 +302,10 @@ class JobRun:
         """A run id names one run: readers publish or hide a commit by its run's status, so a
         second run under a recorded id (a rerun after a failure) would publish the first
         one's commits as its own. Refused before anything is written or recorded."""
-        path = table_path(self.lake, "meta/job_runs")
-        if not table_exists(self.spark, path):
+        if not table_exists(self.spark, table_path(self.lake, "meta/job_runs")):
             return
         used = (
-            self.spark.read.format("delta")
-            .load(path)
+            read_table(self.spark, self.lake, "meta/job_runs")
             .where(F.col("run_id") == self.run_id)
             .select("job", "status")
             .first()
