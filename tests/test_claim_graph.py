@@ -79,6 +79,46 @@ def test_german_edges_share_technical_words_not_boilerplate():
     assert not [k for k in g if 3 in k[:2]]  # the fan shares only boilerplate with the others
 
 
+@pytest.mark.parametrize(
+    ("lang", "text"),
+    [
+        (
+            "en",
+            "1. A system comprising devices and portions.\n2. A method using devices and portions.",
+        ),
+        (
+            "zh",
+            "1. 一种系统，包括多个第一单元和多个第二单元。\n2. 一种方法，包括多个第一单元和多个第二单元。",
+        ),
+        (
+            "ja",
+            "【請求項１】複数の第一装置と複数の第二装置とを備えるシステム。\n"
+            "【請求項２】複数の第一装置と複数の第二装置とを用いる方法。",
+        ),
+    ],
+)
+def test_ordinals_plurality_and_plural_boilerplate_make_no_technical_edge(lang, text):
+    # "first units", "第一单元", "複数の第一装置" and "devices" were shared terms in Chinese,
+    # Japanese and English plural forms while the same claims in German made no edge
+    assert {k for k in graph(text, lang) if k[2] == "technical"} == set()
+
+
+def test_russian_and_greek_claims_have_technical_terms():
+    # Cyrillic and Greek letters made no word: these claims had no terms and no edge
+    ru = (
+        "1. Лопатка ротора ветряной турбины, содержащая углеродную балку и сердечник из бальзы.\n"
+        "2. Способ изготовления лопатки ротора ветряной турбины, содержащей углеродную балку и "
+        "сердечник из бальзы."
+    )
+    g = graph(ru, "ru")
+    assert g[(2, 1, "technical")].evidence.split(", ") == sorted(
+        ["ротора", "ветряной", "турбины", "углеродную", "балку", "сердечник", "бальзы"]
+    )
+    assert not {"содержащая", "способ"} & technical_terms(ru)
+    el = "Πτερύγιο ανεμογεννήτριας με δοκό άνθρακα, σύμφωνα με την αξίωση 1."
+    assert technical_terms(el) == {"πτερύγιο", "ανεμογεννήτριας", "δοκό", "άνθρακα"}
+
+
 def test_chinese_legal_and_technical_edges():
     g = graph(ZH, "zh")
     legal = {k[:2]: e.evidence for k, e in g.items() if k[2] == "legal"}

@@ -10,11 +10,12 @@ Pure Python over one patent's claims in one language, so every rule is unit-test
 - ``technical``: two claims not joined by a legal edge whose technical term sets overlap
   with Jaccard >= ``min_jaccard`` and share >= ``min_shared`` terms; one edge per pair, from
   the later claim to the earlier; ``weight`` the Jaccard overlap; ``evidence`` the shared
-  terms (at most ``EVIDENCE_TERMS``, sorted). Terms are lower-cased words of four letters or
-  more outside a stop list of function words and claim boilerplate (Latin script: English,
-  German, French, Spanish, Portuguese, Italian); once claim boilerplate (所述, 权利要求, 前記,
-  請求項, ...) is cut out, character bigrams of Han runs and whole Katakana runs (Chinese,
-  Japanese).
+  terms (at most ``EVIDENCE_TERMS``, sorted). Terms are lower-cased Latin, Greek and Cyrillic
+  words of four letters or more outside a stop list of function words and claim boilerplate
+  (English, German, French, Spanish, Portuguese, Italian, Russian, Greek); once claim
+  boilerplate (所述, 权利要求, 前記, 請求項, ...) and the words the Latin list stops (第一,
+  多个, 方法, 装置, ...) are cut out, character bigrams of Han runs and whole Katakana runs
+  (Chinese, Japanese).
 
     >>> [(e.src, e.dst, e.relation) for e in edges([(1, "A cup.", ()), (2, "The cup of claim 1.", (1,))])]
     [(2, 1, 'legal')]
@@ -31,8 +32,9 @@ from spark_jobs.lib.claims import normalize, references
 EVIDENCE_TERMS = 8
 
 # Latin letters with their accented forms (Latin-1 and Latin Extended-A): "gehäuse" is one
-# word, not "geh" and "use"
-_LETTER = "a-z\u00df-\u00f6\u00f8-\u00ff\u0100-\u017f"
+# word, not "geh" and "use"; Greek (with its polytonic forms) and Cyrillic are written in
+# words too
+_LETTER = "a-z\u00df-\u00f6\u00f8-\u00ff\u0100-\u017f\u0370-\u03ff\u1f00-\u1fff\u0400-\u052f"
 _WORD = re.compile(rf"[{_LETTER}][{_LETTER}\-]{{3,}}")
 _STOP = frozenset(
     """
@@ -43,7 +45,8 @@ _STOP = frozenset(
     with within without comprise comprises comprising comprised consisting include includes
     including claim claims preceding previous foregoing above-mentioned characterized
     characterised configured arranged adapted method device system plurality first second
-    third respective respectively portion part parts unit means step steps
+    third respective respectively portion portions part parts unit units means step steps
+    methods devices systems apparatuses pluralities
     """.split()
     # function words and claim boilerplate of German, French, Spanish, Portuguese and Italian
     # claims (four letters or more), whose references claims.py reads too
@@ -65,6 +68,20 @@ _STOP = frozenset(
     pelo pela dito dita ditos ditas primeiro sendo reivindicação reivindicações
     compreendendo caracterizado qualquer
     """.split()
+    # Russian and Greek: the same function words and boilerplate in their common forms
+    + """
+    содержащий содержащая содержащее содержащие содержащего содержащей отличающийся
+    отличающаяся отличающееся отличающиеся пункт пункта пунктов пункту пунктам пунктах
+    пункте пунктом способ способа способе устройство устройства устройстве система системы
+    системе который которая которое которые которого которой причем этом этого является
+    выполнен выполнена выполнено выполнены первый первая первое первого первой второй
+    вторая второе второго третий множество между через более менее одного одной одну
+    любого любому предыдущих включающий включающая включающее также
+    σύμφωνα αξίωση αξίωσης αξιώσεις αξιώσεων μέθοδος μεθόδου διάταξη διάταξης σύστημα
+    συστήματος όπου οποίο οποία οποίος πρώτο πρώτη πρώτος δεύτερο δεύτερη δεύτερος
+    περιλαμβάνει περιλαμβάνοντας χαρακτηρίζεται τουλάχιστον μεταξύ προηγούμενες
+    οποιαδήποτε
+    """.split()
 )
 # claim boilerplate of Chinese (mainland and Taiwan) and Japanese claims, cut out before
 # taking bigrams
@@ -72,7 +89,12 @@ _CJK_BOILERPLATE = re.compile(
     r"申請專利範圍|申请专利范围|其特徵在於|其特徵是|一種|之|"
     r"根据|按照|如|权利要求|權利要求|请求项|請求項|任一项|任一|所述|其特征在于|其特征是|包括|包含|"
     r"一种|其中|所述的|以及|前記|記載の|いずれか|一項|に記載|において|であって|を備え|"
-    r"を有する|前述|上述|前面|该|該|及|或|的|和|与|與|将|將|在|是|为|為"
+    r"を有する|前述|上述|前面|该|該|及|或|的|和|与|與|将|將|在|是|为|為|"
+    # what the Latin stop list stops: ordinals, "plurality", "at least", "method", "device",
+    # "system", "unit", "step", "means", "portion" (cut out as whole words, so no bigram
+    # crosses them either)
+    r"第[一二三四五六七八九十]+|多个|多個|複数|若干|至少|一个|一個|方法|装置|裝置|设备|設備|"
+    r"系统|系統|单元|單元|步骤|步驟|手段|部分|システム|ステップ|ユニット|デバイス"
 )
 _HAN_RUN = re.compile(r"[\u4e00-\u9fff\u3400-\u4dbf]{2,}")
 _KATAKANA_RUN = re.compile(r"[\u30a0-\u30ff\u31f0-\u31ff]{2,}")
