@@ -1,6 +1,7 @@
 """Loss maths on embeddings alone, pooling, and the family-disjoint batching."""
 
 import json
+import re
 import warnings
 
 import pytest
@@ -776,3 +777,36 @@ def test_lora_target_modules_from_a_yaml_list_are_a_list_for_peft():
     encoder = Encoder.from_pretrained(resolve("builtin:qwen3-tiny"))
     encoder.add_lora(4, 8, target_modules="q_proj,v_proj")
     assert sorted(encoder.backbone.peft_config["default"].target_modules) == ["q_proj", "v_proj"]
+
+
+def test_a_phage_folder_resumed_with_another_graph_or_loss_setting_is_another_run(tmp_path):
+    """The run identity left out graph_attention, the PHAGE loss weights and LoRA: --resume
+    auto went on from the graph model's checkpoint in its no-graph control (and failed loading
+    an optimizer state of another parameter set), and other loss weights went on silently."""
+    from trainer.arguments import parse
+    from trainer.train import _run_identity, check_resumable, own_checkpoint
+
+    out = tmp_path / "out"
+    manifest = {"content_hash": "0beb2ecb415ae0e2", "seed": 1, "shards": []}
+    common = ["--train_data", str(tmp_path), "--output_dir", str(out), "--stage", "phage"]
+    common += ["--model_name_or_path", "builtin:minilm"]
+
+    def identity(*flags):
+        model_args, data_args, args = parse([*common, *flags])
+        return _run_identity(model_args, data_args, args, manifest)
+
+    check_resumable(str(out), None, identity("--graph_attention", "true"))  # a fresh run
+    for flags, change in (
+        (("--graph_attention", "false"), "graph_attention was True, now False"),
+        (("--graph_attention", "true", "--topology_weight", "0"), "topology_weight was "),
+        (
+            ("--graph_attention", "true", "--lora", "false"),
+            "lora was [64, 32, 'all-linear'], now None",
+        ),
+        (("--graph_attention", "true", "--temperature", "0.05"), "temperature was 0.1, "),
+    ):
+        with pytest.raises(ValueError, match=rf"another run \({re.escape(change)}"):
+            check_resumable(str(out), str(out / "checkpoint-2"), identity(*flags))
+        assert own_checkpoint(str(out), str(out / "checkpoint-2"), identity(*flags)) is None
+    same = identity("--graph_attention", "true")
+    assert own_checkpoint(str(out), str(out / "checkpoint-2"), same) == str(out / "checkpoint-2")

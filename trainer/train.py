@@ -278,9 +278,30 @@ def data_identity(manifest: dict) -> str | None:
 
 
 def _run_identity(model_args, data_args, args, manifest: dict) -> dict:
-    """What fixes the batches a resumed run skips and the validation its best loss was
-    measured on: a resume with any of it changed would mix two runs under one registry row."""
+    """What fixes the batches a resumed run skips, the validation its best loss was measured
+    on, the parameters it trains and the loss it minimises: a resume with any of it changed
+    would mix two runs under one registry row (or fail loading the optimizer's state)."""
     validation = data_args.validation_data
+    trained = {  # which parameters train, and their shapes
+        "lora": [model_args.lora_r, model_args.lora_alpha, model_args.lora_target_modules]
+        if model_args.lora
+        else None,
+        # PHAGE: its graph control has no relation bias; the two extra losses' weights
+        **(
+            {
+                "graph_attention": args.graph_attention,
+                "taxonomy_weight": args.taxonomy_weight,
+                "topology_weight": args.topology_weight,
+            }
+            if args.stage == "phage"
+            else {}
+        ),
+    }
+    loss = {
+        "temperature": args.temperature,
+        "fn_margin": args.fn_margin,
+        "matryoshka": [args.dims(), args.weights()],
+    }
     return {
         "stage": args.stage,
         "recipe": data_args.recipe,
@@ -297,6 +318,8 @@ def _run_identity(model_args, data_args, args, manifest: dict) -> dict:
         "holdout": None
         if data_args.validation_size <= 0
         else (FOLDER_HOLDOUT if validation else HOLDOUT),
+        **trained,
+        **loss,
     }
 
 
