@@ -8,9 +8,10 @@ language's), bm25/<lang>/ (Pyserini JsonCollection: every TAC in every language)
 (Parquet: silver/eval_queries in every query type, with their X citations, filing year,
 country, IPC), families/ (Parquet: family_id, members), probe/ (Parquet: training-pool
 patents, one per family, with section and subclass labels, for classification and
-clustering) and _manifest.json (counts and the Delta versions read). Every model of a
-comparison is then scored by ``python -m evaluation.evaluate --inputs <out>`` on exactly the
-same collection and queries, without Spark work of its own.
+clustering) and _manifest.json (counts, the Delta versions read, the probe's size and seed
+and this run's id). Every model of a comparison is then scored by ``python -m
+evaluation.evaluate --inputs <out>`` on exactly the same collection and queries, without
+Spark work of its own.
 """
 
 from __future__ import annotations
@@ -72,6 +73,10 @@ def run(
             # the runs that wrote those versions: another lake built by the same pipeline has
             # the same version numbers, not the same runs
             "delta_runs": {name: snap.run_id for name, snap in job.snapshots.items()},
+            # what else decides the files: evaluate keys its copy of remote inputs by this
+            # manifest, so a folder prepared again (another probe, newer code) is fetched anew
+            "probe": {"size": probe_size, "seed": seed},
+            "run_id": job.run_id,
         }
         fs.write_text(spark, f"{out}/{MANIFEST}", json.dumps(manifest, indent=2, sort_keys=True))
         job.count("collection", manifest["collection"])

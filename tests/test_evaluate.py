@@ -154,6 +154,10 @@ def test_end_to_end_on_a_file_uri_lake_tables_report_significance_and_sql(
     lake_uri = Path(lake).as_uri()  # file:///...: evaluation works on any Spark URI
     inputs = (tmp_path / "eval-inputs").as_uri()
     manifest = prepare_evaluation.run(spark, lake_uri, inputs)
+    # a folder prepared again is another manifest (evaluate's cache key of remote inputs)
+    prepared = DeltaTable(f"{lake}/meta/job_runs").to_pandas()
+    prepared = prepared[prepared.job == "prepare_evaluation"].run_id
+    assert manifest["run_id"] in set(prepared) and manifest["probe"]["seed"] == 7
     queries = DeltaTable(f"{lake}/silver/eval_queries").to_pandas()
     assert manifest["query_patents"] == queries.publication_number.nunique()
     patents = DeltaTable(f"{lake}/silver/patents").to_pandas()
@@ -720,3 +724,36 @@ def test_the_report_keeps_runs_of_one_name_apart_and_counts_every_effective_quer
     assert "| xembed (a) | 80.00 | 80.00 |" in text and "| xembed (b) | 90.00 | 90.00 |" in text
     assert "| en | ABS | 1 | 1 | 1 | 3 |" in text  # A, B, none, Total
     assert "0.0123" in text and "0.9876" not in text
+
+
+@pytest.mark.spark
+def test_the_probe_labels_cpc_only_patents_and_keeps_families_whatever_the_seed(spark):
+    """A patent whose section comes from CPC alone takes its subclass from CPC, and a family
+    whose hashed-first member has no collection TAC is stood for by a member that has one."""
+    from spark_jobs.lib.retrieval import probe_sample
+
+    patents = spark.createDataFrame(
+        [
+            ("US-1-A", "F1", "H", ["H01M 10/05"], []),
+            ("US-2-A", "F2", "A", [], ["A61B5/00"]),  # CPC only
+            ("US-3-A", "F3", "B", ["B01D1/00"], []),  # no TAC in the collection
+            ("EP-3-A", "F3", "B", ["B01D1/00"], []),
+            ("US-4-A", "F4", "C", ["G06F3/01"], []),  # no code of its section: left out
+            ("US-5-A", "F5", "G", ["G06F3/01"], []),  # an excluded (test-query) family
+        ],
+        "publication_number string, family_id string, ipc_section string, "
+        "ipc_codes array<string>, cpc_codes array<string>",
+    )
+    collection = spark.createDataFrame(
+        [(i, "en", f"TAC of {i}") for i in ("US-1-A", "US-2-A", "EP-3-A", "US-4-A", "US-5-A")],
+        "id string, lang string, text string",
+    )
+    excluded = spark.createDataFrame([("F5",)], "family_id string")
+    for seed in range(4):
+        rows = probe_sample(patents, collection, excluded, 100, seed).collect()
+        labels = {r["family_id"]: (r["id"], r["section"], r["subclass"]) for r in rows}
+        assert labels == {
+            "F1": ("US-1-A", "H", "H01M"),
+            "F2": ("US-2-A", "A", "A61B"),
+            "F3": ("EP-3-A", "B", "B01D"),
+        }, seed

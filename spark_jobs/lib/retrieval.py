@@ -10,7 +10,7 @@ resolved X citation into the pool.
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from lake import fs
@@ -168,15 +168,19 @@ def probe_sample(
     patents: DataFrame, collection: DataFrame, excluded: DataFrame, size: int, seed: int
 ) -> DataFrame:
     """Classification and clustering inputs: up to ``size`` training-pool patents (no excluded
-    family), one per family, chosen by a seeded hash, with their collection TAC and labels:
-    ``section`` (main IPC section) and ``subclass`` (its first code in that section, 4
-    characters). Patents without a section are left out."""
-    main_code = F.try_element_at(
-        F.filter(
-            "ipc_codes", lambda c: F.upper(F.substring(F.trim(c), 1, 1)) == F.col("ipc_section")
-        ),
-        F.lit(1),
-    )
+    family), one per family among the members with a collection TAC, chosen by a seeded hash,
+    with their TAC and labels: ``section`` (main IPC section, else CPC's, as silver/patents
+    has it) and ``subclass`` (the first IPC code in that section, else the first CPC code: CPC
+    subclasses are IPC's; 4 characters). Patents without a section, or with no code of it,
+    are left out."""
+
+    def first_in_section(codes: str) -> Column:
+        in_section = F.filter(
+            codes, lambda c: F.upper(F.substring(F.trim(c), 1, 1)) == F.col("ipc_section")
+        )
+        return F.try_element_at(in_section, F.lit(1))
+
+    main_code = F.coalesce(first_in_section("ipc_codes"), first_in_section("cpc_codes"))
     labelled = (
         patents.where(F.col("ipc_section").isNotNull())
         .join(F.broadcast(excluded.select("family_id").distinct()), "family_id", "left_anti")
@@ -187,13 +191,15 @@ def probe_sample(
             F.upper(F.substring(F.trim(main_code), 1, 4)).alias("subclass"),
         )
         .where(F.length("subclass") == 4)
+        # a member without a TAC in the collection cannot stand for its family: pick among
+        # the others, so which families are in does not depend on the seed
+        .join(collection.select("id", "lang", "text"), "id")
         .withColumn("_h", F.xxhash64(F.lit(seed), "id"))
     )
     one_per_family = Window.partitionBy("family_id").orderBy("_h", "id")
     return (
         labelled.withColumn("_r", F.row_number().over(one_per_family))
         .where("_r = 1")
-        .join(collection.select("id", "lang", "text"), "id")
         .orderBy("_h", "id")
         .limit(size)
         .drop("_h", "_r")
