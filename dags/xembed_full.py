@@ -536,6 +536,10 @@ def xembed_full():
     def encode_queries() -> str:
         return encode("query")
 
+    @bash(**NO_RETRY)
+    def dq_embeddings() -> str:
+        return dq("index/embeddings")
+
     @bash
     def faiss_index() -> str:
         return f"python -m evaluation.index faiss --lake {LAKE} --encoder miner-{TAG} --out {RETRIEVAL}/faiss"
@@ -700,8 +704,8 @@ def xembed_full():
         mine_candidates(),
     )
     silver >> prepare_retrieval() >> [bm25, tacs, queries]
-    tacs >> faiss
-    [bm25, faiss, queries] >> mined
+    [tacs, queries] >> dq_embeddings() >> faiss
+    [bm25, faiss] >> mined
     triplets_ok, shards = dq_triplets(), export_stage2()
     mined >> build_triplets() >> triplets_ok >> shards
 

@@ -14,11 +14,15 @@ from schemas.defaults import CLAIM_RELATIONS, RECIPES, SIGNALS, STAGE2_DROP_REAS
 from spark_jobs.lib.languages import ISO_639_1
 from spark_jobs.lib.pairs import PAIR_TYPES, SIGNAL
 from spark_jobs.lib.pairs import RECIPES as PAIR_RECIPES
+from spark_jobs.lib.texts import VISIBLE_CHARACTER
 
 LANGS = sorted(ISO_639_1)
 # each pair type's signal (one per type across the recipes)
 _PAIR_SIGNAL = {t: SIGNAL[r[2]] for types in PAIR_RECIPES.values() for t, r in types.items()}
 EARLIEST, LATEST = "1790-01-01", "2100-12-31"
+# texts.visible's character class as a Java regular expression in a Spark SQL literal
+# ((?U): \s is every Unicode blank, as in Python)
+_VISIBLE_SQL = ("(?U)" + VISIBLE_CHARACTER).replace("\\", "\\\\").replace("'", "\\'")
 STAGES = ["ingest", "curate", "split", "build_pairs", "build_triplets"]
 
 
@@ -104,6 +108,19 @@ def bronze_citations():
         ),
         _c(gx.expectations.ExpectColumnValuesToNotBeNull(column="resolved")),
         _c(gx.expectations.ExpectColumnValuesToNotBeNull(column="is_x")),
+        _rows(
+            "category letters are sorted and is_x, is_y, is_a say which it holds",
+            "category <> array_join(array_sort(split(category, '')), '') OR "
+            + " OR ".join(
+                f"is_{letter.lower()} <> coalesce(instr(category, '{letter}') > 0, false)"
+                for letter in "XYA"
+            ),
+        ),
+        _rows(
+            "a citation is resolved exactly when its cited publication is in the corpus",
+            "resolved <> coalesce(cited IN "
+            "(SELECT publication_number FROM dq_bronze_publications), false)",
+        ),
     ]
 
 
@@ -154,9 +171,10 @@ def silver_views():
                 column="text_sha256", regex="^[0-9a-f]{64}$"
             )
         ),
+        _rows("text_sha256 is the SHA-256 of text", "text_sha256 <> sha2(text, 256)"),
         _rows(
-            "a text holds a non-blank character and n_chars counts it",
-            "NOT text RLIKE '(?U)\\\\S' OR n_chars != char_length(text)",
+            "a text holds a visible character and n_chars counts it",
+            f"NOT text RLIKE '{_VISIBLE_SQL}' OR n_chars != char_length(text)",
         ),
     ]
 
@@ -168,6 +186,10 @@ def silver_claims():
         _c(gx.expectations.ExpectColumnValuesToBeBetween(column="claim_number", min_value=1)),
         _c(gx.expectations.ExpectColumnValuesToNotBeNull(column="text")),
         _c(gx.expectations.ExpectColumnValuesToNotBeNull(column="independent")),
+        _rows(
+            "a claim depends on earlier claims only",
+            "exists(depends_on, d -> d IS NULL OR d < 1 OR d >= claim_number)",
+        ),
     ]
 
 
@@ -187,10 +209,7 @@ def silver_claim_graph():
             gx.expectations.ExpectColumnValuesToBeBetween(column="weight", min_value=0, max_value=1)
         ),
         _rows("no self-loop", "src_claim = dst_claim"),
-        _rows(
-            "a legal edge points to an earlier claim",
-            "relation = 'legal' AND dst_claim >= src_claim",
-        ),
+        _rows("an edge points to an earlier claim", "dst_claim >= src_claim"),
         _rows("a legal edge has weight 1", "relation = 'legal' AND weight != 1.0"),
         _rows(
             "both claims of an edge exist in silver/claims",
@@ -201,7 +220,7 @@ def silver_claim_graph():
             "a legal edge is a dependency of silver/claims",
             "relation = 'legal' AND (publication_number, lang, src_claim, dst_claim) NOT IN "
             "(SELECT publication_number, lang, claim_number, d FROM dq_silver_claims "
-            "LATERAL VIEW explode(depends_on) x AS d)",
+            "LATERAL VIEW explode(depends_on) x AS d WHERE d IS NOT NULL)",
         ),
     ]
 
@@ -218,6 +237,14 @@ def silver_eval_queries():
         _rows(
             "every query family is excluded from training",
             f"family_id NOT IN ({_EXCLUDED_FAMILIES})",
+        ),
+        _rows("n_x_cited counts x_cited", "n_x_cited <> size(x_cited)"),
+        _rows(
+            "no X citation of the query's own family",
+            "publication_number IN (SELECT e.publication_number FROM (SELECT publication_number, "
+            "family_id, c FROM dq_silver_eval_queries LATERAL VIEW explode(x_cited) x AS c) e "
+            "JOIN dq_silver_patents p ON p.publication_number = e.c "
+            "WHERE p.family_id = e.family_id)",
         ),
     ]
 
@@ -300,6 +327,13 @@ def gold_stage1_pairs():
             "AND anchor_view = positive_view",
         ),
         _rows(
+            "a pair joins two different texts",
+            "EXISTS (SELECT 1 FROM dq_silver_views a JOIN dq_silver_views b "
+            "ON a.text_sha256 = b.text_sha256 WHERE a.publication_number = anchor_id "
+            "AND a.lang = anchor_lang AND a.view = anchor_view AND b.publication_number = "
+            "positive_id AND b.lang = positive_lang AND b.view = positive_view)",
+        ),
+        _rows(
             "no self-pair: taxonomy and citation pairs join two patents",
             "signal IN ('taxonomy', 'citation') AND anchor_id = positive_id",
         ),
@@ -356,8 +390,8 @@ def gold_stage2_candidates():
             "exists(dense_scores, s -> s IS NULL OR isnan(s)) OR exists(bm25_ranks, r -> r < 1)",
         ),
         _rows(
-            "no evaluation family among candidates",
-            f"arrays_overlap(cand_ids, ({_EXCLUDED_ID_ARRAY}))",
+            "no evaluation family among queries and candidates",
+            f"query_id IN ({_EXCLUDED_IDS}) OR arrays_overlap(cand_ids, ({_EXCLUDED_ID_ARRAY}))",
         ),
     ]
 
@@ -372,7 +406,8 @@ def _examples(validation: bool):
         *_key("query_id", "query_view", "positive_id"),
         _rows(
             "exactly 8 negatives, each with a language and an origin",
-            "size(negative_ids) <> 8 OR size(negative_langs) <> 8 OR size(negative_origin) <> 8",
+            "size(negative_ids) <> 8 OR size(negative_langs) <> 8 OR size(negative_origin) <> 8 "
+            "OR exists(negative_ids, n -> n IS NULL) OR exists(negative_langs, n -> n IS NULL)",
         ),
         _rows(
             "negative origins are strata or A",
@@ -394,7 +429,14 @@ def _examples(validation: bool):
         _rows(
             "no evaluation family in Stage II examples",
             f"query_family_id IN ({_EXCLUDED_FAMILIES}) OR positive_family_id IN ({_EXCLUDED_FAMILIES}) "
+            f"OR query_id IN ({_EXCLUDED_IDS}) OR positive_id IN ({_EXCLUDED_IDS}) "
             f"OR arrays_overlap(negative_ids, ({_EXCLUDED_ID_ARRAY}))",
+        ),
+        _rows(
+            "query_family_id and positive_family_id are their patents' families",
+            "(query_id, query_family_id) NOT IN (SELECT publication_number, family_id FROM "
+            "dq_silver_patents) OR (positive_id, positive_family_id) NOT IN "
+            "(SELECT publication_number, family_id FROM dq_silver_patents)",
         ),
         _rows(
             "validation and training share no labelled family",
@@ -403,6 +445,25 @@ def _examples(validation: bool):
         ),
     ]
     return checks if validation else [_not_empty(), *checks]
+
+
+def index_embeddings():
+    return [
+        _not_empty(),
+        *_key("encoder", "kind", "id"),
+        _c(gx.expectations.ExpectColumnValuesToBeInSet(column="kind", value_set=["tac", "query"])),
+        _c(gx.expectations.ExpectColumnValuesToBeInSet(column="lang", value_set=LANGS)),
+        _rows(
+            "an embedding is finite and L2-normalised",
+            "exists(embedding, x -> x IS NULL OR isnan(x)) OR abs(sqrt(aggregate(embedding, "
+            "0D, (total, x) -> total + x * x)) - 1) > 1e-3",
+        ),
+        _rows(
+            "one dimension per encoder",
+            "(encoder, size(embedding)) NOT IN (SELECT encoder, min(size(embedding)) "
+            "FROM dq_index_embeddings GROUP BY encoder)",
+        ),
+    ]
 
 
 def gold_stage2_dropped():
@@ -433,6 +494,7 @@ SUITES: dict[str, Callable[[], list]] = {
     "gold/stage2_examples": lambda: _examples(validation=False),
     "gold/stage2_validation": lambda: _examples(validation=True),
     "gold/stage2_dropped": gold_stage2_dropped,
+    "index/embeddings": index_embeddings,
 }
 
 

@@ -79,8 +79,9 @@ def test_dag_wires_the_stages_in_order(dag):
         "export_stage1"
     }
     assert upstream(dag, "prepare_retrieval") == {"dq_silver"}
-    assert upstream(dag, "faiss_index") == {"encode_candidates"}
-    assert upstream(dag, "mine_candidates") == {"bm25_index", "faiss_index", "encode_queries"}
+    assert upstream(dag, "dq_embeddings") == {"encode_candidates", "encode_queries"}
+    assert upstream(dag, "faiss_index") == {"dq_embeddings"}
+    assert upstream(dag, "mine_candidates") == {"bm25_index", "faiss_index"}
     assert upstream(dag, "dq_triplets") == {"build_triplets"} and upstream(
         dag, "export_stage2"
     ) == {"dq_triplets"}

@@ -104,6 +104,19 @@ def test_mining_opens_a_rebuilt_index_again(tmp_path):
 # --- properties over the generated corpus ----------------------------------------------------
 
 
+def test_the_stage2_tables_and_the_mining_embeddings_pass_their_suites(spark, stage2):
+    """The checks of labels against silver/patents, ids against the excluded families, null
+    negatives and embedding norms hold on what the jobs write (the planted rows that fail
+    them: tests/test_integration.py)."""
+    from expectations.run import validate
+
+    lake = stage2[0]
+    tables = ["index/embeddings", "gold/stage2_candidates", "gold/stage2_examples"]
+    rows = validate(spark, lake, [*tables, "gold/stage2_validation"], run_id="dq-stage2")
+    assert [r for r in rows if r["critical"] and not r["success"]] == []
+    assert {r["table_name"] for r in rows} >= set(tables)
+
+
 def test_candidates_have_dense_scores_and_exactly_k_when_the_pool_allows(stage2):
     lake, _, mined, _ = stage2
     views = delta(lake, "gold/stage2_candidates")  # one row per query view, arrays

@@ -135,10 +135,11 @@ _TAGGED_CLAIM = re.compile(
 # Characters that show nothing: format and control characters (zero-width space, BOM, word
 # joiner, direction marks, soft hyphen, C0/C1 controls) and Hangul fillers. A text of only
 # these and blanks (an exported "<p>&#8203;</p>") is no text.
-_VISIBLE = re.compile(
+VISIBLE_CHARACTER = (  # also the silver/views check's (Java's syntax is the same)
     r"[^\s\x00-\x1f\x7f-\x9f\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f"
     r"\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0]"
 )
+_VISIBLE = re.compile(VISIBLE_CHARACTER)
 
 
 def visible(text: str) -> bool:
