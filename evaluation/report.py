@@ -71,16 +71,29 @@ def runs_hint(missing: list[str], known: set[str], shown: int = 8) -> str:
 def mixed_inputs(eval_runs: pd.DataFrame, runs: list[str]) -> str | None:
     """Why ``runs`` do not compare, or None: two of them read a table both read at different
     versions (evaluated before and after the split, curate or prepare_evaluation ran again:
-    other queries, other relevance, another collection). ``eval_runs``: the eval/runs table."""
+    other queries, other relevance, another collection), or were evaluated on other paper
+    views (each language's and the Overall score average the paper views a run evaluated:
+    ABS alone beside all four is no comparison). ``eval_runs``: the eval/runs table."""
     if eval_runs.empty:  # never written: nothing recorded to compare
         return None
-    versions = {
-        row.run_id: dict(row.data_versions or {})
-        for row in eval_runs[eval_runs.run_id.isin(runs)].itertuples()
+    chosen = eval_runs[eval_runs.run_id.isin(runs)]
+    versions = {row.run_id: dict(row.data_versions or {}) for row in chosen.itertuples()}
+    views = {  # None: recorded before eval/runs had the column
+        row.run_id: None
+        if getattr(row, "query_types", None) is None
+        else [v for v in VIEWS if v in set(row.query_types)]
+        for row in chosen.itertuples()
     }
     known = [run for run in runs if run in versions]
     for i, a in enumerate(known):
         for b in known[i + 1 :]:
+            if None not in (views[a], views[b]) and views[a] != views[b]:
+                return (
+                    f"runs {a} and {b} were evaluated on different paper views "
+                    f"({','.join(views[a]) or 'none'} / {','.join(views[b]) or 'none'}): their "
+                    "per-language and Overall scores average different views; evaluate them "
+                    "with the same --query-types"
+                )
             differ = sorted(
                 f"{name} v{versions[a][name]} / v{versions[b][name]}"
                 for name in versions[a].keys() & versions[b].keys()
@@ -171,19 +184,33 @@ def _run_rows(metrics: pd.DataFrame, runs: list[str], dim: int, **where) -> pd.D
 
 def strata_table(metrics: pd.DataFrame, runs: list[str], dim: int, key: str) -> pd.DataFrame:
     """Cells of one stratum key x run: Hit@100 (mean over query views, all query types), the
-    query views per cell, small cells marked with '*'."""
+    query views per cell (each run's when they differ: a run evaluated more query types),
+    small cells marked with '*', a cell a run has none of '–'."""
     rows = _run_rows(metrics, runs, dim, task="retrieval", view="ALL", metric="hit")
     rows = rows[(rows.k == 100) & rows.stratum.str.startswith(f"{key}=")]
     if rows.empty:
         return pd.DataFrame()
+    names = list(dict.fromkeys(rows.name))  # in the order of ``runs``
     out = []
     for cell, group in rows.groupby("stratum", sort=True):
-        first = group.iloc[0]
-        line = {key: cell.split("=", 1)[1], "query views": int(first.n_queries)}
-        for r in group.itertuples():
-            line[r.name] = _percent(r.value) + ("*" if r.small_cell else "")
+        # one count when the runs agree, else each run's (another run may have evaluated
+        # more query types)
+        counts = dict(zip(group.name, group.n_queries.astype(int), strict=True))
+        shown = (
+            str(next(iter(counts.values())))
+            if len(set(counts.values())) == 1
+            else " / ".join(f"{n}: {counts[n]}" for n in names if n in counts)
+        )
+        line = {key: cell.split("=", 1)[1], "query views": shown}
+        for name in names:
+            mine = group[group.name == name]
+            line[name] = (
+                _percent(mine.value.iloc[0]) + ("*" if mine.small_cell.iloc[0] else "")
+                if len(mine)
+                else "–"
+            )
         out.append(line)
-    return pd.DataFrame(out)
+    return pd.DataFrame(out, columns=[key, "query views", *names])
 
 
 def inscope_table(metrics: pd.DataFrame, runs: list[str], dim: int) -> pd.DataFrame:
@@ -345,7 +372,7 @@ def recipe_table(
                 if not significance.empty
                 else significance
             )
-            line[f"p {label} vs base"] = f"{p.p_value.iloc[0]:.4f}" if len(p) else ""
+            line[f"p {label} vs base"] = p_text(p.p_value.iloc[0]) if len(p) else ""
         for task, metric, short in (
             ("classification", "macro_f1", "F1"),
             ("clustering", "v_measure", "V"),
@@ -425,10 +452,22 @@ def _percent(value: float) -> str:
     return "–" if pd.isna(value) else f"{100 * value:.2f}"
 
 
+def p_text(p: float) -> str:
+    """A p-value as printed: 4 decimals, or 2 significant digits below 0.0001 (a
+    randomization test's p is at least 1 / (permutations + 1), never 0).
+
+    >>> p_text(0.03125), p_text(9.9999e-06)
+    ('0.0312', '1.0e-05')
+    """
+    return "–" if pd.isna(p) else f"{p:.4f}" if p >= 1e-4 else f"{p:.1e}"
+
+
 def _fmt(frame: pd.DataFrame, percent: bool = True) -> str:
     shown = frame.copy()
     for c in shown.columns:
-        if shown[c].dtype.kind == "f":
+        if c == "p_value":
+            shown[c] = shown[c].map(p_text)
+        elif shown[c].dtype.kind == "f":
             shown[c] = shown[c].map(
                 lambda v: _percent(v) if percent else "–" if pd.isna(v) else f"{v:.4f}"
             )
@@ -678,7 +717,7 @@ def summary_table(metrics, significance, runs: list[str], dim: int, a: str, b: s
         p = {lang_label(r.lang): r.p_value for r in sig.itertuples()}
         if p:
             label = f"p ({b} vs {a})"
-            row = [label] + [f"{p[c]:.4f}" if c in p else "" for c in shown.columns[1:]]
+            row = [label] + [p_text(p[c]) if c in p else "" for c in shown.columns[1:]]
             shown.loc[len(shown)] = row
     return _fmt(shown)
 
@@ -796,7 +835,9 @@ def main(argv: list[str] | None = None) -> int:
     if not args.summary:
         print(path)
         return 0
-    metrics = paper_rows(load(args.lake, "eval/metrics"))
+    # labelled as build() labels them: two runs of one --name are two rows, never their mean
+    named = [*runs, *(recipes or []), *(phage or []), args.base, args.phage_base]
+    metrics = paper_rows(distinct_names(load(args.lake, "eval/metrics"), named))
     a, b = compared_runs(runs, compare)
     print(f"\nIPC-section macro Hit@100 (%), {args.dim} dimensions (BM25: lexical)\n")
     print(summary_table(metrics, load(args.lake, "eval/significance"), runs, args.dim, a, b))

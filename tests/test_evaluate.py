@@ -757,3 +757,63 @@ def test_the_probe_labels_cpc_only_patents_and_keeps_families_whatever_the_seed(
             "F2": ("US-2-A", "A", "A61B"),
             "F3": ("EP-3-A", "B", "B01D"),
         }, seed
+
+
+def test_runs_of_other_paper_views_are_refused_and_strata_show_each_runs_cells():
+    """A run evaluated on ABS alone sat beside runs of all four views in Tables 2-4 (each
+    language's score averages the views a run evaluated), and a strata cell one run lacked
+    printed "nan", with the other run's query-view count for both."""
+    import pandas as pd
+
+    def run(run_id, types):
+        return {"run_id": run_id, "data_versions": {"silver/views": 3}, "query_types": types}
+
+    four = ["ABS", "CLAIM", "DESC", "TAC"]
+    runs = pd.DataFrame([run("a", ["ABS"]), run("b", four), run("c", [*four, "TITLE"])])
+    message = report.mixed_inputs(runs, ["a", "b"])
+    assert message.startswith("runs a and b were evaluated on different paper views (ABS / ")
+    assert report.mixed_inputs(runs, ["b", "c"]) is None  # TITLE is in no paper table
+    older = pd.DataFrame([{**run("a", None)}, run("b", four)])  # before the column
+    assert report.mixed_inputs(older, ["a", "b"]) is None
+
+    def stratum(run_id, year, value, n):
+        return macro_hit(run_id, 100, "ALL", value) | {
+            "stratum": f"year={year}",
+            "ipc_section": "ALL",
+            "n_queries": n,
+            "small_cell": n < 5,
+        }
+
+    cells = [
+        ("b", 2019, 1.0, 2),
+        ("a", 2020, 0.5, 10),
+        ("b", 2021, 0.75, 40),
+        ("a", 2021, 0.25, 30),
+    ]
+    metrics = pd.DataFrame([stratum(*cell) for cell in cells])
+    table = report.strata_table(metrics, ["a", "b"], 64, "year")
+    assert list(table.columns) == ["year", "query views", "a", "b"]  # in --runs order
+    assert table.values.tolist() == [
+        ["2019", "2", "–", "100.00*"],
+        ["2020", "10", "50.00", "–"],
+        ["2021", "a: 30 / b: 40", "25.00", "75.00"],
+    ]
+
+
+def test_summary_keeps_two_runs_of_one_name_apart(tmp_path, monkeypatch, capsys):
+    """`report --summary` printed one row holding the mean of two runs evaluated under one
+    --name, where report.md showed both."""
+    import pandas as pd
+
+    rows = [
+        macro_hit(run, 100, lang, value) | {"name": "xembed"}
+        for run, value in (("x-1", 0.8), ("x-2", 0.9))
+        for lang in ("en", "ALL")
+    ]
+    tables = {"eval/metrics": pd.DataFrame(rows), "eval/significance": pd.DataFrame()}
+    monkeypatch.setattr(report, "build_session", lambda *_: None)
+    monkeypatch.setattr(report, "build", lambda *_: tmp_path / "report.md")
+    monkeypatch.setattr(report, "load", lambda _, name: tables[name])
+    report.main(["--lake", str(tmp_path), "--runs", "x-1,x-2", "--out", str(tmp_path), "--summary"])
+    out = capsys.readouterr().out
+    assert "| xembed (x-1) | 80.00 | 80.00 |" in out and "| xembed (x-2) | 90.00 | 90.00 |" in out
