@@ -86,6 +86,18 @@ class JobRun:
         )
 
     # -- I/O ------------------------------------------------------------------------------
+    def published_version(self, name: str) -> int | None:
+        """The version of ``name`` readers see now (the newest a successful run or an untagged
+        writer made), None when there is none."""
+        if not table_exists(self.spark, table_path(self.lake, name)):
+            return None
+        if self._runs is None:
+            self._runs = succeeded_runs(self.spark, self.lake)
+        try:
+            return visible(self.spark, self.lake, name, self._runs).version
+        except FileNotFoundError:  # only versions of runs that did not succeed
+            return None
+
     def read(self, name: str) -> DataFrame:
         """Read table ``name`` at the version successful runs published and record it as an
         input; refuse it when it is empty or does not match the other inputs' runs.

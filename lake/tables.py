@@ -12,10 +12,21 @@ import re
 import sys
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TypeVar
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    ArrayType,
+    DataType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntegralType,
+    MapType,
+    StructType,
+)
 
 from lake import fs
 from lake.session import build_session
@@ -49,7 +60,45 @@ def conform(df: DataFrame, spec: TableSpec) -> DataFrame:
             f"(missing {missing or 'none'}, unexpected {extra or 'none'})"
         )
     schema = spec.spark_schema()
+    given = {f.name: f.dataType for f in df.schema.fields}
+    for f in schema.fields:
+        if problem := _lossy_cast(given[f.name], f.dataType, f.name):
+            raise ValueError(
+                f"table {spec.name}: {problem}; the contract: {f.dataType.simpleString()}"
+            )
     return df.select([F.col(f.name).cast(f.dataType).alias(f.name) for f in schema.fields])
+
+
+def _lossy_cast(source: DataType, target: DataType, where: str) -> str | None:
+    """Why casting ``source`` to ``target`` would change values without an error, or None:
+    Spark casts structs by field position (two fields in another order swap their values),
+    fractional numbers to integers by truncation, and a struct, array or map to a string."""
+    complex_types = (StructType, ArrayType, MapType)
+    if isinstance(source, StructType) and isinstance(target, StructType):
+        names = [f.name for f in source.fields]
+        if names != [f.name for f in target.fields]:
+            return (
+                f"{where} has the struct fields {names}, in the contract's order they are "
+                + str([f.name for f in target.fields])
+            )
+        for a, b in zip(source.fields, target.fields, strict=True):
+            if problem := _lossy_cast(a.dataType, b.dataType, f"{where}.{a.name}"):
+                return problem
+        return None
+    if isinstance(source, ArrayType) and isinstance(target, ArrayType):
+        return _lossy_cast(source.elementType, target.elementType, f"{where}[]")
+    if isinstance(source, MapType) and isinstance(target, MapType):
+        return _lossy_cast(source.keyType, target.keyType, f"{where} keys") or _lossy_cast(
+            source.valueType, target.valueType, f"{where} values"
+        )
+    if isinstance(source, complex_types) and not isinstance(target, type(source)):
+        return f"{where} is {source.simpleString()}"
+    fractional = isinstance(source, (FloatType, DoubleType)) or (
+        isinstance(source, DecimalType) and source.scale > 0
+    )
+    if fractional and isinstance(target, IntegralType):
+        return f"{where} is {source.simpleString()} (a cast would truncate it)"
+    return None
 
 
 T = TypeVar("T")
@@ -123,8 +172,12 @@ def _back_off(attempt: int) -> None:
     time.sleep(random.uniform(0.2, 1.0) * attempt)
 
 
-def ensure_table(spark: SparkSession, path: str, spec: TableSpec) -> None:
-    """Create the Delta table with the contract's schema, partitioning and comments if absent.
+def ensure_table(
+    spark: SparkSession, path: str, spec: TableSpec, user_metadata: str | None = None
+) -> None:
+    """Create the Delta table with the contract's schema, partitioning and comments if absent;
+    ``user_metadata`` goes into the creating commit (a job run's tag: the empty table it
+    creates is its output like its writes, invisible when the run fails).
 
     Two writers creating one table at once: the loser's create fails in several ways (a
     conflict, or "table not found" while the winner's first commit lands); it tries again
@@ -134,7 +187,8 @@ def ensure_table(spark: SparkSession, path: str, spec: TableSpec) -> None:
         return
     for attempt in range(1, COMMIT_ATTEMPTS + 1):
         try:
-            _create_if_absent(spark, path, spec)
+            with commit_metadata_of(spark, user_metadata):
+                _create_if_absent(spark, path, spec)
             return
         except Exception:
             if table_exists(spark, path):
@@ -142,6 +196,28 @@ def ensure_table(spark: SparkSession, path: str, spec: TableSpec) -> None:
             if attempt == COMMIT_ATTEMPTS:
                 raise
             _back_off(attempt)  # the winner's commit is landing
+
+
+#: The session setting that puts user metadata into every Delta commit, SQL commands' too
+#: (CREATE TABLE, RESTORE), which take no writer option.
+USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
+
+
+@contextmanager
+def commit_metadata_of(spark: SparkSession, user_metadata: str | None):
+    """Tag the commits made inside the block with ``user_metadata`` (nothing when None)."""
+    if user_metadata is None:
+        yield
+        return
+    before = spark.conf.get(USER_METADATA_CONF, None)
+    spark.conf.set(USER_METADATA_CONF, user_metadata)
+    try:
+        yield
+    finally:
+        if before is None:
+            spark.conf.unset(USER_METADATA_CONF)
+        else:
+            spark.conf.set(USER_METADATA_CONF, before)
 
 
 def delta_ref(path: str) -> str:
@@ -228,9 +304,11 @@ def latest_version(spark: SparkSession, path: str, user_metadata: str | None = N
     return versions[0]
 
 
-def restore(spark: SparkSession, path: str, version: int) -> None:
-    """Make ``version`` the table's current state again (a new commit)."""
-    spark.sql(f"RESTORE TABLE {delta_ref(path)} TO VERSION AS OF {int(version)}")
+def restore(spark: SparkSession, path: str, version: int, user_metadata: str | None = None) -> None:
+    """Make ``version`` the table's current state again (a new commit, tagged with
+    ``user_metadata``)."""
+    with commit_metadata_of(spark, user_metadata):
+        spark.sql(f"RESTORE TABLE {delta_ref(path)} TO VERSION AS OF {int(version)}")
 
 
 def table_exists(spark: SparkSession, path: str) -> bool:
@@ -250,11 +328,12 @@ def write_table(
     """Overwrite table ``name`` (or the rows matching ``replace_where``); returns the new version.
 
     Overwrite keeps reruns idempotent: the same input gives the same table, never duplicates.
-    ``user_metadata`` goes into the commit (job runs tag their commits, see lake.snapshots).
+    ``user_metadata`` goes into the commit (job runs tag their commits, see lake.snapshots),
+    and into the table's creating commit when this write creates it.
     """
     spec = table(name)
     path = table_path(lake, name)
-    ensure_table(spark, path, spec)
+    ensure_table(spark, path, spec, user_metadata)
     # mergeSchema: a table written before its contract gained a column takes the new column
     writer = conform(df, spec).write.format("delta").mode("overwrite").option("mergeSchema", "true")
     if replace_where:
@@ -281,8 +360,19 @@ def read_table(spark: SparkSession, lake: str, name: str, version: int | None = 
 def write_rows(
     spark: SparkSession, rows: list[dict], lake: str, name: str, replace_where: str | None = None
 ) -> int:
-    """Write Python rows (dicts) to table ``name`` through its contract; returns the new version."""
-    frame = spark.createDataFrame(rows, table(name).spark_schema())
+    """Write Python rows (dicts) to table ``name`` through its contract; returns the new version.
+
+    A key the contract does not have, or a NOT NULL column's key missing, is refused by name:
+    taken by field name, a misspelled key would have been dropped and its column left null."""
+    spec = table(name)
+    known = set(spec.column_names)
+    required = {c.name for c in spec.columns if not c.nullable}
+    for i, row in enumerate(rows):
+        if unknown := sorted(set(row) - known):
+            raise ValueError(f"{name}: row {i} has column(s) {unknown} the contract lacks")
+        if missing := sorted(required - set(row)):
+            raise ValueError(f"{name}: row {i} lacks NOT NULL column(s) {missing}")
+    frame = spark.createDataFrame(rows, spec.spark_schema())
     return write_table(spark, frame, lake, name, replace_where)
 
 

@@ -38,6 +38,27 @@ def test_write_rejects_frames_that_break_the_contract(spark, lake):
         )
 
 
+def test_casts_that_would_change_values_without_an_error_are_refused(spark, lake):
+    """The contract's cast took struct fields by position (a title given as {language, text}
+    stored its language as the text) and truncated 12.9 to 12."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import ArrayType, DoubleType, IntegerType, StringType, StructType
+
+    from lake.tables import _lossy_cast
+
+    with pytest.raises(ValueError, match=r"n_members is double \(a cast would truncate it\)"):
+        frame = families(spark, [ROW]).withColumn("n_members", F.col("n_members") + 0.9)
+        write_table(spark, frame, lake, "silver/families")
+    swapped = ArrayType(StructType().add("language", StringType()).add("text", StringType()))
+    ordered = ArrayType(StructType().add("text", StringType()).add("language", StringType()))
+    assert "title_localized[] has the struct fields ['language', 'text']" in _lossy_cast(
+        swapped, ordered, "title_localized"
+    )
+    assert _lossy_cast(ordered, ordered, "t") is None
+    assert _lossy_cast(IntegerType(), DoubleType(), "n") is None  # widening is fine
+    assert "is array<" in _lossy_cast(ordered, StringType(), "t")
+
+
 def test_not_null_columns_are_enforced_by_delta(spark, lake):
     bad = spark.createDataFrame(
         [(None, ["A-1"], None, None, 1, None, None)],
@@ -174,6 +195,81 @@ def test_a_failed_runs_partition_is_not_published_by_the_next_partition_replace(
     with JobRun(spark, lake, "curate", run_id="curate-again") as job:
         job.write_quarantine(rejected("C-3"))
     assert published() == [("curate", "C-3"), ("ingest", "OK-1")]
+
+
+def test_a_table_only_a_failed_run_wrote_is_refused_and_a_leak_undo_publishes_no_failed_rows(
+    spark, lake
+):
+    """The creating commit of a table carried no run id, so it counted as an outside writer's:
+    a split that failed after writing silver/excluded_families left an empty, readable v0 (no
+    exclusions at all: the next job's leakage audit passed on it). And write_audited's leak
+    undo restored the newest commit, a failed run's, in an untagged commit that published it."""
+    from datetime import date
+
+    from lake.snapshots import succeeded_runs, visible
+    from spark_jobs.lib.leakage import LeakageError, write_audited
+
+    def frame(name, rows):
+        return spark.createDataFrame(rows, table(name).spark_schema())
+
+    with pytest.raises(RuntimeError, match="after its write"), JobRun(spark, lake, "split") as job:
+        job.write(frame("silver/excluded_families", [("FQ", ["PQ"])]), "silver/excluded_families")
+        raise RuntimeError("split failed after its write")
+    refused = "only versions of runs that did not succeed"
+    with pytest.raises(FileNotFoundError, match=refused), JobRun(spark, lake, "pairs") as job:
+        job.read("silver/excluded_families")
+
+    day = date(2020, 1, 1)
+    patents = [
+        (number, family, None, None, None, None, day, None, "A", None, None, ["en"], "en")
+        for number, family in (("P1", "F1"), ("PQ", "FQ"))
+    ]
+    with JobRun(spark, lake, "split", run_id="split-ok") as job:
+        job.write(frame("silver/patents", patents), "silver/patents")
+        job.write(frame("silver/excluded_families", [("FQ", ["PQ"])]), "silver/excluded_families")
+
+    def pair(recipe, anchor, family):
+        view_pair = ("ABS-CLAIM", "cross_section", anchor, "en", "ABS", anchor, "en", "CLAIM")
+        return (recipe, *view_pair, family, family)
+
+    def write_pairs(run_id, recipe, anchor, family, audited=False):
+        with JobRun(spark, lake, "build_pairs", run_id=run_id) as job:
+            job.read("silver/patents"), job.read("silver/excluded_families")
+            rows = frame("gold/stage1_pairs", [pair(recipe, anchor, family)])
+            where = f"recipe = '{recipe}'"
+            if not audited:
+                job.write(rows, "gold/stage1_pairs", where)
+                if run_id == "pairs-failed":
+                    raise RuntimeError("build_pairs failed after its write")
+                return
+            write_audited(
+                job, rows, "gold/stage1_pairs", where, id_columns=("anchor_id", "positive_id")
+            )
+
+    def rows_of(version):
+        found = read_table(spark, lake, "gold/stage1_pairs", version).collect()
+        return sorted((r["recipe"], r["anchor_id"]) for r in found)
+
+    write_pairs("pairs-ok", "s", "P1", "F1")
+    with pytest.raises(RuntimeError, match="after its write"):
+        write_pairs("pairs-failed", "a", "P1", "F1")
+    with pytest.raises(LeakageError):
+        write_pairs("pairs-leak", "b", "PQ", "FQ", audited=True)
+    published = visible(spark, lake, "gold/stage1_pairs", succeeded_runs(spark, lake))
+    assert rows_of(published.version) == [("s", "P1")]  # what the jobs read
+    assert rows_of(None) == [("s", "P1")]  # what any Delta reader sees as the latest
+
+
+def test_rows_with_a_key_the_contract_lacks_or_without_a_not_null_key_are_refused(spark, lake):
+    # createDataFrame takes dict values by field name: a misspelled key was dropped and its
+    # column stored as null
+    from lake import write_rows
+
+    row = {"run_id": "r1", "name": "bm25", "created_at": None, "model_pth": "/m"}
+    with pytest.raises(ValueError, match=r"eval/runs: row 0 has column\(s\) \['model_pth'\]"):
+        write_rows(spark, [row], lake, "eval/runs")
+    with pytest.raises(ValueError, match=r"row 0 lacks NOT NULL column\(s\) \['created_at'\]"):
+        write_rows(spark, [{"run_id": "r1", "name": "bm25"}], lake, "eval/runs")
 
 
 def test_failed_job_is_logged_with_its_error(spark, lake):

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from lake import ensure_table, latest_version, table_path
+from lake import table_path
+from lake.snapshots import tag
 from lake.tables import restore
-from schemas import table
 
 
 class LeakageError(RuntimeError):
@@ -120,19 +120,21 @@ def write_audited(
 ) -> int:
     """Write ``name`` through ``job``, audit what was written, and undo the write on a leak.
 
-    On a leak the table is restored to its previous version before LeakageError propagates,
-    so no reader ever sees leaked rows as the current version.
+    On a leak the table is restored to the version readers saw before (the empty creating
+    version when there was none) before LeakageError propagates, so no reader ever sees
+    leaked rows as the current version. Not to the newest commit: a failed run's, restored
+    by an untagged commit, its rows would have become the published version.
     """
     path = table_path(job.lake, name)
-    ensure_table(job.spark, path, table(name))
-    previous = latest_version(job.spark, path)
+    previous = job.published_version(name)
     version = job.write(df, name, replace_where)
     patents = job.read("silver/patents")
     excluded = job.read("silver/excluded_families")
     try:
         report = audit_no_leakage(job.read(name), name, patents, excluded, **columns)
     except LeakageError:
-        restore(job.spark, path, previous)
+        previous = 0 if previous is None else previous
+        restore(job.spark, path, previous, tag(job.run_id))  # the commit of this failed run
         job.info(f"leak found: restored {name} to version {previous}")
         raise
     job.count(f"audit_rows_{name.rsplit('/', 1)[-1]}", report.rows_checked)
