@@ -434,8 +434,17 @@ def write_tables(spark, lake: str, evaluated: list[tuple[dict, list[dict], list[
         ],
     }
     where = f"run_id IN ({', '.join(map(sql_string, ids))})"
-    for target, rows in tables.items():
-        write_rows(spark, rows, lake, target, replace_where=where)
+    written = []
+    try:
+        for target, rows in tables.items():
+            write_rows(spark, rows, lake, target, replace_where=where)
+            written.append(target)
+    except Exception:
+        # a run is in all three tables or in none: eval/runs holding a run whose per-query
+        # rows never landed would be reported as evaluated (the run log says it failed)
+        for target in written:
+            write_rows(spark, [], lake, target, replace_where=where)
+        raise
 
 
 def main(argv: list[str] | None = None) -> int:

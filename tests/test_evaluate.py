@@ -817,3 +817,19 @@ def test_summary_keeps_two_runs_of_one_name_apart(tmp_path, monkeypatch, capsys)
     report.main(["--lake", str(tmp_path), "--runs", "x-1,x-2", "--out", str(tmp_path), "--summary"])
     out = capsys.readouterr().out
     assert "| xembed (x-1) | 80.00 | 80.00 |" in out and "| xembed (x-2) | 90.00 | 90.00 |" in out
+
+
+@pytest.mark.spark
+def test_a_failed_write_of_the_eval_tables_leaves_no_row_of_its_runs(spark, tmp_path):
+    """eval/runs was written first and kept the run when the per-query write failed: the
+    report listed a run the run log recorded as failed."""
+    from datetime import UTC, datetime
+
+    from lake import read_pandas
+
+    lake = str(tmp_path / "lake")
+    run = {"run_id": "bm25-x", "name": "bm25", "created_at": datetime.now(UTC)}
+    broken = [{"query_id": "Q1"}]  # lacks the per-query table's NOT NULL columns
+    with pytest.raises(ValueError, match="eval/per_query: row 0 lacks NOT NULL column"):
+        evaluate.write_tables(spark, lake, [(run, broken, [])])
+    assert read_pandas(lake, "eval/runs", spark).empty
