@@ -86,15 +86,20 @@ class JobRun:
         )
 
     # -- I/O ------------------------------------------------------------------------------
+    def _visible(self, name: str) -> Snapshot:
+        """The version of ``name`` readers see (:func:`lake.snapshots.visible`), against the
+        run log's succeeded runs read once per run."""
+        if self._runs is None:
+            self._runs = succeeded_runs(self.spark, self.lake)
+        return visible(self.spark, self.lake, name, self._runs)
+
     def published_version(self, name: str) -> int | None:
         """The version of ``name`` readers see now (the newest a successful run or an untagged
         writer made), None when there is none."""
         if not table_exists(self.spark, table_path(self.lake, name)):
             return None
-        if self._runs is None:
-            self._runs = succeeded_runs(self.spark, self.lake)
         try:
-            return visible(self.spark, self.lake, name, self._runs).version
+            return self._visible(name).version
         except FileNotFoundError:  # only versions of runs that did not succeed
             return None
 
@@ -117,9 +122,7 @@ class JobRun:
                 f"{self.job}: input table {name} does not exist at {path}; "
                 "run the job that writes it first"
             )
-        if self._runs is None:
-            self._runs = succeeded_runs(self.spark, self.lake)
-        snapshot = visible(self.spark, self.lake, name, self._runs)
+        snapshot = self._visible(name)
         if snapshot.hidden:
             self.info(
                 f"{name}: skipping version(s) {', '.join(map(str, sorted(snapshot.hidden)))} "
@@ -221,7 +224,7 @@ class JobRun:
         stale = [
             f"{t} v{v} (the lake's: v{now})"
             for t, v in sorted(read.items())
-            for now in [visible(self.spark, self.lake, t, self._runs).version]
+            for now in [self._visible(t).version]
             if now != v
         ]
         if stale:

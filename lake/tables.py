@@ -75,11 +75,10 @@ def _lossy_cast(source: DataType, target: DataType, where: str) -> str | None:
     fractional numbers to integers by truncation, and a struct, array or map to a string."""
     complex_types = (StructType, ArrayType, MapType)
     if isinstance(source, StructType) and isinstance(target, StructType):
-        names = [f.name for f in source.fields]
-        if names != [f.name for f in target.fields]:
+        names, wanted = source.fieldNames(), target.fieldNames()
+        if names != wanted:
             return (
-                f"{where} has the struct fields {names}, in the contract's order they are "
-                + str([f.name for f in target.fields])
+                f"{where} has the struct fields {names}, in the contract's order they are {wanted}"
             )
         for a, b in zip(source.fields, target.fields, strict=True):
             if problem := _lossy_cast(a.dataType, b.dataType, f"{where}.{a.name}"):
